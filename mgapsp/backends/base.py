@@ -1,0 +1,76 @@
+"""The one question a backend answers.
+
+Given the graph and a batch of sources, return the batch's distance block (and the
+predecessor block when asked).  Backends know nothing of Dask or Zarr; the pipeline
+calls them inside worker tasks, and :func:`mgapsp.apsp` calls them in-process.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..graph import Graph
+
+__all__ = ["Backend", "BatchResult", "ALGORITHMS"]
+
+ALGORITHMS = ("bellman-ford", "dijkstra", "johnson", "floyd-warshall")
+
+
+@dataclass
+class BatchResult:
+    """The answer for one batch.
+
+    ``distances`` has shape ``(len(sources), n)`` and the requested dtype, ``inf``
+    where a target is unreachable.  ``predecessors`` (int32, ``-1`` = none) has the
+    same shape when asked for, else None.  ``stats`` carries counters for reports
+    (for example ``rounds`` and ``relaxations``).
+    """
+
+    distances: np.ndarray
+    predecessors: np.ndarray | None = None
+    stats: dict | None = None
+
+
+class Backend(ABC):
+    """Computes distance blocks for batches of sources on one device."""
+
+    name: str = ""
+    #: algorithms this backend runs, in :data:`ALGORITHMS` spelling
+    algorithms: tuple[str, ...] = ()
+
+    @abstractmethod
+    def potentials(self, graph: Graph) -> np.ndarray:
+        """Johnson potentials ``h`` (float64, length n) with ``w + h[u] - h[v] >= 0``.
+
+        Computed by Bellman-Ford from a virtual source joined to every vertex with
+        weight 0.  Raises :class:`mgapsp.NegativeCycleError` (cycle in input ids) when
+        the graph has a negative cycle anywhere.
+        """
+
+    @abstractmethod
+    def distances(
+        self,
+        graph: Graph,
+        sources: np.ndarray,
+        *,
+        algorithm: str,
+        dtype: np.dtype,
+        predecessors: bool = False,
+        potentials: np.ndarray | None = None,
+    ) -> BatchResult:
+        """Distances from each of ``sources`` (internal indices) to every vertex.
+
+        ``potentials`` is given for ``johnson`` (computed once per job).
+        """
+
+    @abstractmethod
+    def memory_available(self) -> int:
+        """Bytes this backend can use on its device right now."""
+
+    @abstractmethod
+    def memory_needed(self, graph: Graph, batch_size: int, *, algorithm: str,
+                      dtype: np.dtype, predecessors: bool) -> int:
+        """Bytes one batch of ``batch_size`` sources needs on the device."""
