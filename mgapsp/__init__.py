@@ -1,0 +1,32 @@
+"""mgapsp: all-pairs shortest paths on GPUs and CPUs, scheduled by Dask, stored in Zarr."""
+
+from .api import apsp
+from .errors import (
+    EmptyGraphError,
+    GraphFormatError,
+    InsufficientMemoryError,
+    MgapspError,
+    NegativeCycleError,
+    ResumeMismatchError,
+    StoreError,
+    UnsupportedError,
+)
+from .graph import Graph, as_graph
+from .io import read_graph
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "apsp",
+    "read_graph",
+    "as_graph",
+    "Graph",
+    "MgapspError",
+    "GraphFormatError",
+    "EmptyGraphError",
+    "NegativeCycleError",
+    "InsufficientMemoryError",
+    "StoreError",
+    "ResumeMismatchError",
+    "UnsupportedError",
+]

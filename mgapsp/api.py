@@ -1,0 +1,113 @@
+"""The Python API: :func:`apsp`, SciPy's ``shortest_path`` contract at cluster scale."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+
+import numpy as np
+
+from .cluster import connect, gpu_count
+from .graph import Graph, as_graph
+from .pipeline import JobReport, get_backend, plan_job, run_job
+from .store import Store
+
+__all__ = ["apsp", "resolve_backend"]
+
+
+def resolve_backend(backend: str) -> str:
+    """``auto`` is ``gpu`` when this process sees a CUDA device, else ``cpu``."""
+    if backend == "auto":
+        return "gpu" if gpu_count() > 0 else "cpu"
+    return backend
+
+
+def apsp(graph, *, out=None, algorithm: str = "auto", backend: str = "auto",
+         dtype: str = "float32", sources=None, batch_size: int | None = None,
+         predecessors: bool = False, client=None, resume: bool = False,
+         overwrite: bool = False, directed: bool | None = None,
+         unweighted: bool = False):
+    """All-pairs (or many-to-all) shortest-path distances.
+
+    Parameters
+    ----------
+    graph : Graph, path, SciPy sparse matrix, ndarray, networkx graph or edge tuple
+        See :func:`mgapsp.graph.as_graph`.  Paths are read with :func:`read_graph`.
+    out : path, optional
+        Zarr store to fill.  Given: the job runs on Dask (``client``, or an embedded
+        cluster started for the call) and the opened store's group is returned.
+        Omitted: the distances come back as a NumPy array, computed in this process
+        (or, with ``client``, on its workers through a temporary store).
+    algorithm : {"auto", "bellman-ford", "dijkstra", "johnson", "floyd-warshall"}
+    backend : {"auto", "gpu", "cpu"}
+        ``auto`` uses the GPU when CUDA devices are visible.
+    dtype : {"float32", "float64"}
+    sources : array of vertex ids, optional
+        Rows to compute, as ids in the input (``None``: every vertex).
+    batch_size : int, optional
+        Sources per batch; chosen from the graph and the device memory when omitted.
+    predecessors : bool
+        Also return (or store) the predecessor of every target on a shortest path,
+        ``-1`` where there is none.
+    client : distributed.Client, optional
+    resume, overwrite : bool
+        What to do with an existing store at ``out``.
+
+    Returns
+    -------
+    zarr.Group, or ndarray of shape (len(sources), n) (a pair with predecessors)
+
+    Raises
+    ------
+    NegativeCycleError
+        The graph has a negative cycle; nothing is written.
+    MgapspError
+        Bad input, an impossible option, or a store that would be overwritten.
+    """
+    g = as_graph(graph, directed=directed, unweighted=unweighted)
+    options = dict(algorithm=algorithm, dtype=dtype, sources=sources,
+                   batch_size=batch_size, predecessors=predecessors)
+    if out is None and client is None:
+        return _in_process(g, backend=resolve_backend(backend), **options)
+    if out is None:
+        tmp = tempfile.mkdtemp(prefix="mgapsp-")
+        try:
+            path = os.path.join(tmp, "result.zarr")
+            run_job(g, path, client, backend=backend, **options)
+            group = Store.open(path).group
+            dist = group["distances"][:]
+            if predecessors:
+                return dist, group["predecessors"][:]
+            return dist
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+    if client is not None:
+        run_job(g, out, client, backend=backend, resume=resume, overwrite=overwrite,
+                **options)
+    else:
+        backend = resolve_backend(backend)
+        with connect(backend=backend) as own:
+            run_job(g, out, own, backend=backend, resume=resume, overwrite=overwrite,
+                    **options)
+    return Store.open(out).group
+
+
+def _in_process(graph: Graph, *, backend, algorithm, dtype, sources, batch_size,
+                predecessors):
+    impl = get_backend(backend)
+    plan = plan_job(graph, algorithm=algorithm, backend=backend, dtype=dtype,
+                    sources=sources, batch_size=batch_size, predecessors=predecessors,
+                    n_workers=1, memory=impl.memory_available())
+    potentials = impl.potentials(graph) if graph.has_negative_weights else None
+    dist = np.empty((plan.n_sources, graph.n), dtype=plan.dtype)
+    pred = np.empty((plan.n_sources, graph.n), dtype=np.int32) if predecessors else None
+    for b in range(plan.n_batches):
+        start, stop = plan.rows(b)
+        res = impl.distances(graph, plan.sources[start:stop], algorithm=plan.algorithm,
+                             dtype=np.dtype(plan.dtype), predecessors=predecessors,
+                             potentials=potentials)
+        dist[start:stop] = res.distances
+        if predecessors:
+            pred[start:stop] = res.predecessors
+    return (dist, pred) if predecessors else dist

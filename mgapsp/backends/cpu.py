@@ -1,0 +1,201 @@
+"""CPU backend on ``scipy.sparse.csgraph``.
+
+Dijkstra for non-negative weights, Johnson (Dijkstra on the graph reweighted with
+potentials computed once per job) for negative ones, Bellman-Ford, and Floyd-Warshall
+for small dense graphs.  SciPy's kernels are single-threaded, so the pipeline runs one
+worker process per core.
+"""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+from scipy.sparse import csgraph
+
+from ..errors import InsufficientMemoryError, NegativeCycleError, UnsupportedError
+from ..graph import Graph
+from .base import ALGORITHMS, Backend, BatchResult
+
+__all__ = ["CPUBackend", "bellman_ford_potentials", "find_negative_cycle"]
+
+_SCIPY_NO_PRED = -9999
+
+
+class CPUBackend(Backend):
+    name = "cpu"
+    algorithms = ALGORITHMS
+
+    def __init__(self):
+        # Per-process caches, keyed by graph fingerprint: the scipy CSR, the
+        # reweighted CSR for Johnson, and the full Floyd-Warshall matrices.
+        self._csr: dict[str, object] = {}
+        self._reweighted: dict[tuple, object] = {}
+        self._fw: dict[tuple, tuple] = {}
+
+    def potentials(self, graph: Graph) -> np.ndarray:
+        return bellman_ford_potentials(graph)
+
+    def distances(self, graph, sources, *, algorithm, dtype, predecessors=False,
+                  potentials=None) -> BatchResult:
+        sources = np.asarray(sources, dtype=np.int64)
+        dtype = np.dtype(dtype)
+        if algorithm == "dijkstra":
+            if graph.has_negative_weights:
+                raise UnsupportedError(
+                    f"dijkstra needs non-negative weights, but the graph has weight "
+                    f"{graph.min_weight:g}; use johnson or bellman-ford"
+                )
+            dist, pred = _scipy_call(csgraph.dijkstra, self._scipy(graph), sources,
+                                     predecessors)
+        elif algorithm == "bellman-ford":
+            try:
+                dist, pred = _scipy_call(csgraph.bellman_ford, self._scipy(graph), sources,
+                                         predecessors)
+            except csgraph.NegativeCycleError:
+                find_negative_cycle(graph)  # raises ours, with the cycle
+                raise
+        elif algorithm == "johnson":
+            if potentials is None:
+                potentials = self.potentials(graph)
+            dist, pred = _scipy_call(csgraph.dijkstra, self._johnson(graph, potentials),
+                                     sources, predecessors)
+            dist -= potentials[sources][:, None]
+            dist += potentials[None, :]
+        elif algorithm == "floyd-warshall":
+            full, full_pred = self._floyd_warshall(graph, predecessors)
+            dist = full[sources]
+            pred = None if full_pred is None else full_pred[sources]
+        else:
+            raise UnsupportedError(f"unknown algorithm {algorithm!r}; "
+                                   f"choose one of {', '.join(ALGORITHMS)}")
+        if pred is not None:
+            pred = pred.astype(np.int32, copy=False)
+            pred[pred == _SCIPY_NO_PRED] = -1
+        return BatchResult(dist.astype(dtype, copy=False), pred, {"sources": len(sources)})
+
+    def memory_available(self) -> int:
+        try:
+            return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+        except (ValueError, OSError):  # pragma: no cover - non-POSIX
+            return 2**63 - 1
+
+    def memory_needed(self, graph, batch_size, *, algorithm, dtype, predecessors) -> int:
+        csr = graph.m * 12 + graph.n * 8
+        if algorithm == "floyd-warshall":
+            return csr + graph.n * graph.n * (8 + (4 if predecessors else 0)) * 2
+        per_row = graph.n * (8 + np.dtype(dtype).itemsize + (8 if predecessors else 0))
+        return csr * 2 + batch_size * per_row
+
+    # -- caches ---------------------------------------------------------------
+    def _scipy(self, graph):
+        key = graph.fingerprint
+        if key not in self._csr:
+            self._csr = {key: graph.to_scipy()}
+        return self._csr[key]
+
+    def _johnson(self, graph, h):
+        key = (graph.fingerprint, h.tobytes().__hash__())
+        if key not in self._reweighted:
+            w = graph.weights + h[graph.sources_of_edges] - h[graph.indices]
+            # Rounding can leave tiny negatives on tight edges.
+            np.maximum(w, 0.0, out=w)
+            g = Graph(graph.indptr, graph.indices, w, vertex_ids=graph.vertex_ids)
+            self._reweighted = {key: g.to_scipy()}
+        return self._reweighted[key]
+
+    def _floyd_warshall(self, graph, predecessors):
+        key = (graph.fingerprint, predecessors)
+        if key not in self._fw:
+            need = self.memory_needed(graph, graph.n, algorithm="floyd-warshall",
+                                      dtype=np.float64, predecessors=predecessors)
+            have = self.memory_available()
+            if need > have:
+                raise InsufficientMemoryError(
+                    f"floyd-warshall on {graph.n} vertices", need, have,
+                    "use dijkstra or johnson for large sparse graphs")
+            try:
+                res = csgraph.floyd_warshall(self._scipy(graph),
+                                             return_predecessors=predecessors)
+            except csgraph.NegativeCycleError:
+                find_negative_cycle(graph)
+                raise
+            self._fw = {key: res if predecessors else (res, None)}
+        return self._fw[key]
+
+
+def _scipy_call(fn, csr, sources, predecessors):
+    res = fn(csr, directed=True, indices=sources, return_predecessors=predecessors)
+    return res if predecessors else (res, None)
+
+
+def bellman_ford_potentials(graph: Graph, max_rounds: int | None = None) -> np.ndarray:
+    """Johnson potentials by frontier Bellman-Ford from a virtual source.
+
+    The virtual source reaches every vertex with weight 0, so every distance starts at
+    0 and only decreases.  Rounds relax the out-edges of the vertices that changed in
+    the previous round, vectorized with NumPy.  A vertex still changing after n rounds
+    lies downstream of a negative cycle, which is then extracted from the predecessor
+    graph and raised as :class:`NegativeCycleError`.
+    """
+    n = graph.n
+    d = np.zeros(n)
+    pred = np.full(n, -1, dtype=np.int64)
+    if not graph.has_negative_weights:
+        return d
+    src_all = graph.sources_of_edges.astype(np.int64)
+    dst_all = graph.indices.astype(np.int64)
+    w_all = graph.weights
+    # Only negative edges can lower a zero start, so the first frontier is their tails.
+    active = np.zeros(n, dtype=bool)
+    active[src_all[w_all < 0]] = True
+    rounds = n + 1 if max_rounds is None else max_rounds
+    for _ in range(rounds):
+        emask = active[src_all]
+        es, ed, ew = src_all[emask], dst_all[emask], w_all[emask]
+        cand = d[es] + ew
+        better = cand < d[ed]
+        if not better.any():
+            return d
+        es, ed, cand = es[better], ed[better], cand[better]
+        newd = d.copy()
+        np.minimum.at(newd, ed, cand)
+        win = cand == newd[ed]
+        pred[ed[win]] = es[win]
+        active = newd < d
+        d = newd
+    cycle = _cycle_from_predecessors(graph, pred, np.flatnonzero(active))
+    if cycle is None:  # pragma: no cover - the lemma says there is one
+        raise NegativeCycleError([], float("-inf"), "negative cycle (could not extract it)")
+    raise NegativeCycleError(graph.vertex_ids[cycle], _cycle_weight(graph, cycle))
+
+
+def find_negative_cycle(graph: Graph) -> None:
+    """Raise :class:`NegativeCycleError` for a negative cycle of ``graph``, if any."""
+    bellman_ford_potentials(graph)
+
+
+def _cycle_from_predecessors(graph, pred, starts):
+    """Walk predecessors n steps from each start; return a negative cycle found."""
+    n = graph.n
+    for v in starts[:64]:
+        v = int(v)
+        for _ in range(n):
+            if pred[v] < 0:
+                break
+            v = int(pred[v])
+        else:
+            cycle = [v]
+            u = int(pred[v])
+            while u != v:
+                cycle.append(u)
+                u = int(pred[u])
+            cycle.reverse()  # pred walks backwards; report in edge direction
+            if _cycle_weight(graph, cycle) < 0:
+                return np.array(cycle, dtype=np.int64)
+    return None
+
+
+def _cycle_weight(graph, cycle) -> float:
+    cycle = np.asarray(cycle, dtype=np.int64)
+    return float(graph.edge_weights(cycle, np.roll(cycle, -1)).sum())

@@ -1,0 +1,100 @@
+"""Getting a Dask client: attach to a running cluster or start the embedded default.
+
+The embedded default is a ``LocalCUDACluster`` with one worker per visible GPU when the
+GPU backend runs, otherwise a ``LocalCluster`` of single-threaded worker processes,
+one per core (SciPy's kernels hold the GIL).  Dashboards bind to 127.0.0.1.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import warnings
+
+__all__ = ["gpu_count", "connect", "DASHBOARD_ADDRESS"]
+
+DASHBOARD_ADDRESS = "127.0.0.1:8787"
+
+
+def gpu_count() -> int:
+    """CUDA devices visible to this process, without creating a CUDA context.
+
+    Uses NVML (as dask-cuda does) and honours ``CUDA_VISIBLE_DEVICES``; falls back to
+    the CUDA runtime's count through CuPy.
+    """
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if visible is not None:
+        visible = visible.strip()
+        if visible in ("", "-1"):
+            return 0
+    try:
+        import pynvml
+
+        pynvml.nvmlInit()
+        try:
+            count = pynvml.nvmlDeviceGetCount()
+        finally:
+            pynvml.nvmlShutdown()
+        if visible is not None:
+            return min(count, len([v for v in visible.split(",") if v.strip()]))
+        return count
+    except Exception:
+        pass
+    try:
+        import cupy
+
+        return int(cupy.cuda.runtime.getDeviceCount())
+    except Exception:
+        return 0
+
+
+@contextlib.contextmanager
+def connect(*, scheduler: str | None = None, scheduler_file: str | None = None,
+            backend: str = "cpu", n_workers: int | None = None, dashboard: bool = True,
+            quiet: bool = True):
+    """Yield a ``distributed.Client``; an embedded cluster is closed on exit."""
+    from distributed import Client
+
+    if scheduler and scheduler_file:
+        raise ValueError("give either a scheduler address or a scheduler file, not both")
+    if scheduler or scheduler_file:
+        with Client(scheduler, scheduler_file=scheduler_file) as client:
+            yield client
+        return
+    # dashboard_address=None alone still serves a dashboard on a random port.
+    options = dict(host="127.0.0.1", silence_logs=None,
+                   dashboard_address=DASHBOARD_ADDRESS if dashboard else None,
+                   scheduler_kwargs=None if dashboard else {"dashboard": False})
+    # Task errors reach the client as exceptions; the workers need not log them too.
+    level = logging.CRITICAL if quiet else logging.WARNING
+    options["silence_logs"] = level
+    with _quiet_logs(level), warnings.catch_warnings():
+        # "Port 8787 is already in use": another port is taken, and the link we
+        # print says which.
+        warnings.filterwarnings("ignore", message="Port .* is already in use")
+        if backend == "gpu":
+            from dask_cuda import LocalCUDACluster
+
+            cluster = LocalCUDACluster(n_workers=n_workers, **options)
+        else:
+            from distributed import LocalCluster
+
+            cluster = LocalCluster(n_workers=n_workers or os.cpu_count() or 1,
+                                   threads_per_worker=1, processes=True, **options)
+    with cluster, Client(cluster) as client:
+        yield client
+
+
+@contextlib.contextmanager
+def _quiet_logs(level):
+    names = ("distributed", "distributed.scheduler", "distributed.nanny",
+             "distributed.worker", "distributed.core", "distributed.http.proxy")
+    saved = [(logging.getLogger(n), logging.getLogger(n).level) for n in names]
+    for logger, _ in saved:
+        logger.setLevel(level)
+    try:
+        yield
+    finally:
+        for logger, lvl in saved:
+            logger.setLevel(lvl)

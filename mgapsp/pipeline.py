@@ -1,0 +1,275 @@
+"""The pipeline: plan batches, run them on Dask workers, record progress.
+
+The client never computes distances.  It plans the job, checks the graph for negative
+cycles (one task), creates the store, and keeps a bounded number of batch tasks
+(``apsp-batch-<i>``) in flight with ``as_completed``.  Each worker loads the graph from
+the store once per process (no ``scatter(broadcast=True)``: a lost worker would lose
+it), computes its block with its backend, and writes the block's whole chunks itself.
+The client marks batches done only after their task returned, so a killed job resumes
+exactly where its store says.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+
+from .backends.base import Backend
+from .errors import InsufficientMemoryError, MgapspError, StoreError
+from .graph import Graph
+from .plan import DTYPES, JobPlan, choose_algorithm, choose_batch_size, column_chunk
+from .store import Store
+
+__all__ = ["get_backend", "run_job", "plan_job", "JobReport", "run_batch"]
+
+_BACKENDS: dict[str, Backend] = {}
+_JOBS: dict[tuple[str, str], tuple] = {}
+
+
+def get_backend(name: str) -> Backend:
+    """The per-process backend singleton (it owns the device-resident caches)."""
+    if name not in _BACKENDS:
+        if name == "cpu":
+            from .backends.cpu import CPUBackend
+
+            _BACKENDS[name] = CPUBackend()
+        elif name == "gpu":
+            from .backends.gpu import GPUBackend
+
+            _BACKENDS[name] = GPUBackend()
+        else:
+            raise MgapspError(f"unknown backend {name!r}; choose auto, gpu or cpu")
+    return _BACKENDS[name]
+
+
+def backend_algorithms(name: str) -> tuple[str, ...]:
+    if name == "cpu":
+        from .backends.cpu import CPUBackend
+
+        return CPUBackend.algorithms
+    from .backends.gpu import GPUBackend
+
+    return GPUBackend.algorithms
+
+
+# -- worker side --------------------------------------------------------------
+def _job_inputs(store_path: str, fingerprint: str):
+    key = (os.path.abspath(store_path), fingerprint)
+    if key not in _JOBS:
+        store = Store.open(store_path, mode="r+")
+        graph = store.load_graph()
+        if graph.fingerprint != fingerprint:
+            raise MgapspError(f"{store_path}: stored graph does not match the job's "
+                              f"fingerprint {fingerprint}")
+        _JOBS.clear()  # one job per worker at a time; free the last one's graph
+        _JOBS[key] = (store, graph, store.potentials(), store.source_index())
+    return _JOBS[key]
+
+
+def run_batch(store_path: str, fingerprint: str, batch: int, start: int, stop: int,
+              backend: str, algorithm: str, dtype: str, predecessors: bool) -> dict:
+    """Worker task: compute rows ``start:stop`` of the store and write them."""
+    t0 = time.perf_counter()
+    store, graph, potentials, sources = _job_inputs(store_path, fingerprint)
+    result = get_backend(backend).distances(
+        graph, sources[start:stop], algorithm=algorithm, dtype=np.dtype(dtype),
+        predecessors=predecessors, potentials=potentials)
+    t1 = time.perf_counter()
+    store.write_block(start, result.distances, result.predecessors)
+    t2 = time.perf_counter()
+    return {"batch": batch, "rows": stop - start, "compute_s": t1 - t0,
+            "write_s": t2 - t1, "worker": _worker_name(), **(result.stats or {})}
+
+
+def compute_potentials(graph: Graph, backend: str) -> np.ndarray:
+    """Worker task: Johnson potentials; raises NegativeCycleError."""
+    return get_backend(backend).potentials(graph)
+
+
+def probe_worker(backend: str) -> dict:
+    """Run on every worker by ``client.run``: what it has to offer."""
+    from .cluster import gpu_count
+
+    info = {"gpus": gpu_count()}
+    if backend in ("gpu", "auto") and info["gpus"]:
+        info["gpu_memory"] = get_backend("gpu").memory_available()
+    info["cpu_memory"] = get_backend("cpu").memory_available()
+    return info
+
+
+def _worker_name() -> str:
+    try:
+        from distributed import get_worker
+
+        return get_worker().address
+    except ValueError:
+        return "local"
+
+
+# -- client side --------------------------------------------------------------
+@dataclass
+class JobReport:
+    """What a run did: for summaries, progress attributes and tests."""
+
+    plan: JobPlan
+    store: Store | None
+    seconds: float = 0.0
+    batches_run: int = 0
+    rows_run: int = 0
+    resumed_batches: int = 0
+    per_worker: Counter = field(default_factory=Counter)
+    compute_s: float = 0.0
+    write_s: float = 0.0
+
+    @property
+    def rows_per_second(self) -> float:
+        return self.rows_run / self.seconds if self.seconds > 0 else 0.0
+
+
+def plan_job(graph: Graph, *, algorithm: str, backend: str, dtype: str, sources,
+             batch_size: int | None, predecessors: bool, n_workers: int,
+             memory: int) -> JobPlan:
+    """Resolve every choice of a job; raises before anything is written."""
+    if str(dtype) not in DTYPES:
+        raise MgapspError(f"unknown dtype {dtype!r}; choose float32 or float64")
+    dtype = str(dtype)
+    sources = (np.arange(graph.n, dtype=np.int64) if sources is None
+               else graph.index_of(sources, what="source"))
+    if len(sources) == 0:
+        raise MgapspError("no sources given")
+    algorithm = choose_algorithm(graph, algorithm, backend, len(sources),
+                                 backend_algorithms(backend))
+    impl = get_backend(backend) if backend == "cpu" else _gpu_sizer()
+    per_row = max(1, impl.memory_needed(graph, 1, algorithm=algorithm, dtype=dtype,
+                                        predecessors=predecessors)
+                  - impl.memory_needed(graph, 0, algorithm=algorithm, dtype=dtype,
+                                       predecessors=predecessors))
+    if batch_size is None:
+        batch_size = choose_batch_size(graph, len(sources), backend=backend,
+                                       n_workers=n_workers, bytes_per_row=per_row,
+                                       memory=memory)
+    elif batch_size < 1:
+        raise MgapspError(f"batch size must be >= 1, got {batch_size}")
+    batch_size = int(min(batch_size, len(sources)))
+    needed = impl.memory_needed(graph, batch_size, algorithm=algorithm, dtype=dtype,
+                                predecessors=predecessors)
+    if needed > memory:
+        raise InsufficientMemoryError(
+            f"{algorithm} on {graph.n} vertices and {graph.m} edges with batches of "
+            f"{batch_size} sources on the {backend} backend", needed, memory,
+            "use a smaller --batch-size" if batch_size > 1 else "")
+    return JobPlan(algorithm=algorithm, backend=backend, dtype=dtype,
+                   batch_size=batch_size, sources=sources, predecessors=predecessors,
+                   col_chunk=column_chunk(graph.n, batch_size))
+
+
+def _gpu_sizer():
+    # GPUBackend's sizing is plain arithmetic; constructing it touches no device.
+    from .backends.gpu import GPUBackend
+
+    return GPUBackend()
+
+
+def run_job(graph: Graph, out, client, *, algorithm: str = "auto", backend: str = "auto",
+            dtype: str = "float32", sources=None, batch_size: int | None = None,
+            predecessors: bool = False, resume: bool = False, overwrite: bool = False,
+            on_start: Callable[[JobReport], None] | None = None,
+            on_progress: Callable[[JobReport, int, int], None] | None = None) -> JobReport:
+    """Compute the rows of ``sources`` into the store at ``out`` on ``client``'s workers."""
+    from distributed import as_completed
+
+    if resume and overwrite:
+        raise MgapspError("--resume and --overwrite contradict each other; pick one")
+    out = os.fspath(out)
+    workers = client.run(probe_worker, backend)
+    if not workers:
+        raise MgapspError("the Dask cluster has no workers")
+    if backend == "auto":
+        backend = "gpu" if all(w["gpus"] > 0 for w in workers.values()) else "cpu"
+    memory_key = "gpu_memory" if backend == "gpu" else "cpu_memory"
+    if backend == "gpu" and not all(memory_key in w for w in workers.values()):
+        raise MgapspError("the gpu backend was asked for, but some workers see no GPU")
+    memory = min(w[memory_key] for w in workers.values())
+    nthreads = sum(client.nthreads().values())
+
+    existing = Store.exists(out) and resume
+    if existing:
+        store = Store.open(out, mode="r+")
+        job = store.job
+        if algorithm == "auto":
+            algorithm = job["algorithm"]
+        if batch_size is None:
+            batch_size = job["batch_size"]
+    plan = plan_job(graph, algorithm=algorithm, backend=backend, dtype=dtype,
+                    sources=sources, batch_size=batch_size, predecessors=predecessors,
+                    n_workers=len(workers), memory=memory)
+    if existing:
+        store.check_resume(graph, plan)
+    elif os.path.exists(out) and not overwrite:
+        raise StoreError(f"{out} already exists; pass --resume to continue it or "
+                         "--overwrite to replace it")
+    potentials = store.potentials() if existing else None
+    if graph.has_negative_weights and potentials is None:
+        # One task checks the whole graph for negative cycles before anything is
+        # written; Johnson reuses its potentials for every batch.
+        fut = client.submit(compute_potentials, graph, backend, key="apsp-potentials",
+                            pure=False)
+        potentials = fut.result()
+        del fut
+    if not existing:
+        store = Store.create(out, graph, plan, overwrite=overwrite,
+                             potentials=potentials)
+
+    done = store.done_mask()
+    report = JobReport(plan=plan, store=store, resumed_batches=int(done.sum()))
+    todo = [b for b in range(plan.n_batches) if not done[b]]
+    rows_done = sum(plan.rows(b)[1] - plan.rows(b)[0] for b in np.flatnonzero(done))
+    if on_start:
+        on_start(report)
+    in_flight = max(2, 2 * nthreads)
+    t0 = time.perf_counter()
+
+    def submit(b):
+        start, stop = plan.rows(b)
+        return client.submit(run_batch, store.path, graph.fingerprint, b, start, stop,
+                             plan.backend, plan.algorithm, plan.dtype, plan.predecessors,
+                             key=f"apsp-batch-{b}")
+
+    queue = iter(todo)
+    pending = as_completed([submit(b) for _, b in zip(range(in_flight), queue)])
+    n_done = int(done.sum())
+    try:
+        for fut in pending:
+            stats = fut.result()
+            fut.release()
+            n_done += 1
+            rows_done += stats["rows"]
+            report.batches_run += 1
+            report.rows_run += stats["rows"]
+            report.per_worker[stats["worker"]] += 1
+            report.compute_s += stats["compute_s"]
+            report.write_s += stats["write_s"]
+            report.seconds = time.perf_counter() - t0
+            store.mark_done([stats["batch"]], rows_done, n_done,
+                            complete=n_done == plan.n_batches)
+            if on_progress:
+                on_progress(report, rows_done, plan.n_sources)
+            nxt = next(queue, None)
+            if nxt is not None:
+                pending.add(submit(nxt))
+    except BaseException:
+        for fut in list(pending.futures):
+            fut.cancel()
+        raise
+    report.seconds = time.perf_counter() - t0
+    if n_done == plan.n_batches:
+        store.mark_done([], rows_done, n_done, complete=True, extra={
+            "last_run_seconds": round(report.seconds, 3),
+            "last_run_rows": report.rows_run,
+            "last_run_workers": dict(report.per_worker)})
+    return report

@@ -1,0 +1,103 @@
+"""Planning a job: which algorithm, how large a batch, how the store is chunked.
+
+A plan is pure data, made on the client before anything is computed or written, so
+that the choices can be checked against a store being resumed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .backends.base import ALGORITHMS
+from .errors import UnsupportedError
+from .graph import Graph
+
+__all__ = ["JobPlan", "choose_algorithm", "choose_batch_size", "DTYPES"]
+
+DTYPES = ("float32", "float64")
+
+#: Floyd-Warshall beats n single-source runs when at least this fraction of the n*n
+#: possible edges exists (and every row is wanted).
+DENSE_FRACTION = 0.1
+#: Largest graph for which auto picks Floyd-Warshall: the n*n matrix stays small.
+DENSE_MAX_VERTICES = {"cpu": 4096, "gpu": 16384}
+#: Target size of one stored chunk, in elements (32 MiB of float32).
+CHUNK_ELEMENTS = 8 * 2**20
+
+
+@dataclass(frozen=True)
+class JobPlan:
+    """Everything that decides what a job computes and how it is laid out."""
+
+    algorithm: str
+    backend: str
+    dtype: str
+    batch_size: int
+    sources: np.ndarray  # internal indices, one per output row
+    predecessors: bool
+    col_chunk: int
+
+    @property
+    def n_sources(self) -> int:
+        return len(self.sources)
+
+    @property
+    def n_batches(self) -> int:
+        return -(-self.n_sources // self.batch_size)
+
+    def rows(self, batch: int) -> tuple[int, int]:
+        start = batch * self.batch_size
+        return start, min(start + self.batch_size, self.n_sources)
+
+
+def choose_algorithm(graph: Graph, algorithm: str, backend: str, n_sources: int,
+                     available: tuple[str, ...]) -> str:
+    """Resolve ``auto`` by weight sign and density; check the choice is runnable."""
+    if algorithm not in ("auto",) + ALGORITHMS:
+        raise UnsupportedError(
+            f"unknown algorithm {algorithm!r}; choose one of auto, {', '.join(ALGORITHMS)}")
+    if algorithm == "auto":
+        dense = (graph.density >= DENSE_FRACTION and graph.n <= DENSE_MAX_VERTICES[backend]
+                 and n_sources * 2 >= graph.n)
+        if dense and "floyd-warshall" in available:
+            algorithm = "floyd-warshall"
+        elif backend == "gpu":
+            algorithm = "bellman-ford"
+        else:
+            algorithm = "johnson" if graph.has_negative_weights else "dijkstra"
+    if algorithm not in available:
+        raise UnsupportedError(
+            f"the {backend} backend does not run {algorithm}; it runs "
+            f"{', '.join(available)}")
+    if algorithm == "dijkstra" and graph.has_negative_weights:
+        raise UnsupportedError(
+            f"dijkstra needs non-negative weights, but the graph has weight "
+            f"{graph.min_weight:g}; use johnson or bellman-ford")
+    return algorithm
+
+
+def choose_batch_size(graph: Graph, n_sources: int, *, backend: str, n_workers: int,
+                      bytes_per_row: int, memory: int) -> int:
+    """A batch size: large enough to keep a device busy, small enough to fit.
+
+    GPU batches use at most a quarter of the device memory and up to 1024 sources (a
+    whole batch in flight is what fills the chip); CPU batches hold at most 64 MiB of
+    distances.  Either way every worker should get several batches.
+    """
+    if backend == "gpu":
+        cap = max(1, (memory // 4) // max(bytes_per_row, 1))
+        size = min(1024, cap)
+    else:
+        size = min(512, max(1, (64 * 2**20) // max(graph.n * 8, 1)))
+    per_worker = -(-n_sources // max(4 * n_workers, 1))
+    size = max(1, min(size, per_worker, n_sources))
+    # Powers of two keep chunk boundaries tidy.
+    return 1 << (size.bit_length() - 1)
+
+
+def column_chunk(n: int, batch_size: int) -> int:
+    """Columns per stored chunk, so a chunk holds about CHUNK_ELEMENTS values."""
+    cols = max(1024, CHUNK_ELEMENTS // batch_size)
+    return int(min(n, cols))

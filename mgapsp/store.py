@@ -1,0 +1,232 @@
+"""The output store: a Zarr v3 group that a job fills batch by batch.
+
+Layout (see the README)::
+
+    STORE/
+      distances      (sources, n)  float32|float64, NaN = not computed, inf = unreachable
+      predecessors   (sources, n)  int32, -1 = none            [with --predecessors]
+      vertex_ids     (n,)          int64, input id of every column
+      source_ids     (sources,)    int64, input id of every row
+      batch_done     (batches,)    uint8, 1 once a batch is written
+      graph/indptr, graph/indices, graph/weights   the canonical CSR (workers load it)
+      graph/potentials                             Johnson potentials, when used
+
+Workers write whole, disjoint row-chunks of ``distances``/``predecessors``; only the
+client writes ``batch_done`` and the attributes (see ``NOTES.md`` on Zarr).
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import importlib.metadata
+import os
+import shutil
+from pathlib import Path
+
+import numpy as np
+import zarr
+from zarr.codecs import BloscCodec
+
+from .errors import ResumeMismatchError, StoreError
+from .graph import Graph
+from .plan import JobPlan
+
+__all__ = ["Store", "FORMAT_VERSION", "package_versions"]
+
+FORMAT_VERSION = 1
+_COMPRESSOR = BloscCodec(cname="zstd", clevel=3, shuffle="bitshuffle")
+_PACKAGES = ("mgapsp", "numpy", "scipy", "dask", "distributed", "zarr", "dask-cuda",
+             "cupy-cuda12x", "cupy-cuda13x")
+# Options that must match for --resume to continue a store.
+_RESUME_KEYS = ("algorithm", "dtype", "batch_size", "predecessors")
+
+
+def package_versions() -> dict[str, str]:
+    out = {}
+    for name in _PACKAGES:
+        try:
+            out[name] = importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            pass
+    return out
+
+
+def _now() -> str:
+    return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+
+
+class Store:
+    """An mgapsp result store on disk."""
+
+    def __init__(self, path, group: zarr.Group):
+        self.path = str(path)
+        self.group = group
+
+    # -- opening ----------------------------------------------------------------
+    @classmethod
+    def open(cls, path, mode: str = "r") -> "Store":
+        """Open an existing store, checking that it is one of ours."""
+        path = os.fspath(path)
+        if not os.path.exists(os.path.join(path, "zarr.json")):
+            raise StoreError(f"{path}: not a Zarr store (no zarr.json)")
+        try:
+            group = zarr.open_group(path, mode=mode)
+        except Exception as exc:  # zarr raises several types for unreadable metadata
+            raise StoreError(f"{path}: cannot open as a Zarr group: {exc}") from exc
+        if "format_version" not in group.attrs or "fingerprint" not in group.attrs:
+            raise StoreError(f"{path}: a Zarr group, but not an mgapsp store")
+        version = group.attrs["format_version"]
+        if version != FORMAT_VERSION:
+            raise StoreError(f"{path}: store format {version}, this mgapsp reads "
+                             f"{FORMAT_VERSION}")
+        return cls(path, group)
+
+    @classmethod
+    def exists(cls, path) -> bool:
+        return os.path.exists(os.path.join(os.fspath(path), "zarr.json"))
+
+    @classmethod
+    def create(cls, path, graph: Graph, plan: JobPlan, *, overwrite: bool = False,
+               potentials: np.ndarray | None = None) -> "Store":
+        path = os.fspath(path)
+        if os.path.exists(path):
+            if not overwrite:
+                raise StoreError(f"{path} already exists; pass --resume to continue it "
+                                 "or --overwrite to replace it")
+            if os.path.isdir(path) and not cls.exists(path) and os.listdir(path):
+                raise StoreError(f"{path} exists and is not an mgapsp store; "
+                                 "refusing to delete it")
+            shutil.rmtree(path) if os.path.isdir(path) else os.remove(path)
+        group = zarr.open_group(path, mode="w-")
+        n, s = graph.n, plan.n_sources
+        chunks = (plan.batch_size, plan.col_chunk)
+        group.create_array("distances", shape=(s, n), chunks=chunks, dtype=plan.dtype,
+                           fill_value=np.nan, compressors=_COMPRESSOR,
+                           dimension_names=("source", "target"))
+        if plan.predecessors:
+            group.create_array("predecessors", shape=(s, n), chunks=chunks, dtype="int32",
+                               fill_value=-1, compressors=_COMPRESSOR,
+                               dimension_names=("source", "target"))
+        _write_array(group, "vertex_ids", graph.vertex_ids, ("target",))
+        _write_array(group, "source_ids", graph.vertex_ids[plan.sources], ("source",))
+        _write_array(group, "source_index", plan.sources.astype(np.int64), ("source",))
+        group.create_array("batch_done", shape=(plan.n_batches,), dtype="uint8",
+                           chunks=(max(plan.n_batches, 1),), fill_value=0,
+                           dimension_names=("batch",))
+        g = group.create_group("graph")
+        _write_array(g, "indptr", graph.indptr, ("vertex_ptr",))
+        _write_array(g, "indices", graph.indices, ("edge",))
+        _write_array(g, "weights", graph.weights, ("edge",))
+        if potentials is not None:
+            _write_array(g, "potentials", potentials, ("vertex",))
+        group.attrs.update({
+            "format_version": FORMAT_VERSION,
+            "fingerprint": graph.fingerprint,
+            "graph": {"name": graph.name, "n": graph.n, "m": graph.m,
+                      "directed": graph.directed, "weighted": graph.weighted,
+                      "min_weight": graph.min_weight},
+            "job": {"algorithm": plan.algorithm, "backend": plan.backend,
+                    "dtype": plan.dtype, "batch_size": plan.batch_size,
+                    "n_batches": plan.n_batches, "n_sources": plan.n_sources,
+                    "predecessors": plan.predecessors, "col_chunk": plan.col_chunk},
+            "versions": package_versions(),
+            "created": _now(),
+            "progress": {"batches_done": 0, "n_batches": plan.n_batches,
+                         "rows_done": 0, "n_rows": plan.n_sources, "complete": False,
+                         "updated": _now()},
+        })
+        return cls(path, group)
+
+    # -- what a store holds ---------------------------------------------------
+    @property
+    def attrs(self) -> dict:
+        return dict(self.group.attrs)
+
+    @property
+    def job(self) -> dict:
+        return dict(self.group.attrs["job"])
+
+    @property
+    def fingerprint(self) -> str:
+        return self.group.attrs["fingerprint"]
+
+    def load_graph(self) -> Graph:
+        """The canonical graph the store was computed from."""
+        g = self.group["graph"]
+        info = self.group.attrs["graph"]
+        return Graph(g["indptr"][:], g["indices"][:], g["weights"][:],
+                     directed=info["directed"], weighted=info["weighted"],
+                     vertex_ids=self.group["vertex_ids"][:], name=info["name"])
+
+    def potentials(self) -> np.ndarray | None:
+        g = self.group["graph"]
+        return g["potentials"][:] if "potentials" in g else None
+
+    def source_index(self) -> np.ndarray:
+        return self.group["source_index"][:]
+
+    def plan(self) -> JobPlan:
+        job = self.job
+        return JobPlan(algorithm=job["algorithm"], backend=job["backend"],
+                       dtype=job["dtype"], batch_size=job["batch_size"],
+                       sources=self.source_index(), predecessors=job["predecessors"],
+                       col_chunk=job["col_chunk"])
+
+    def done_mask(self) -> np.ndarray:
+        return self.group["batch_done"][:].astype(bool)
+
+    # -- resume ---------------------------------------------------------------
+    def check_resume(self, graph: Graph, plan: JobPlan) -> None:
+        """Refuse to continue when the graph or any option that shapes the result differs."""
+        if graph.fingerprint != self.fingerprint:
+            raise ResumeMismatchError(
+                f"{self.path} was computed from another graph (fingerprint "
+                f"{self.fingerprint}, this graph {graph.fingerprint}); use --overwrite "
+                "to start again")
+        job = self.job
+        for key in _RESUME_KEYS:
+            if job[key] != getattr(plan, key):
+                raise ResumeMismatchError(
+                    f"{self.path} was started with {key}={job[key]!r}, this run asks for "
+                    f"{key}={getattr(plan, key)!r}; use --overwrite to start again")
+        if not np.array_equal(self.source_index(), plan.sources):
+            raise ResumeMismatchError(f"{self.path} was started with other sources; "
+                                      "use --overwrite to start again")
+
+    # -- writing (workers: blocks; client: progress) -------------------------
+    def write_block(self, start: int, distances: np.ndarray,
+                    predecessors: np.ndarray | None = None) -> None:
+        """Write rows ``start .. start + len(distances)``: whole chunks, from a worker."""
+        stop = start + len(distances)
+        self.group["distances"][start:stop, :] = distances
+        if predecessors is not None:
+            self.group["predecessors"][start:stop, :] = predecessors
+
+    def mark_done(self, batches, rows_done: int, n_done: int, *, complete: bool = False,
+                  extra: dict | None = None) -> None:
+        """Record finished batches and the progress summary (client only)."""
+        done = self.group["batch_done"]
+        mask = done[:]
+        mask[list(batches)] = 1
+        done[:] = mask
+        progress = dict(self.group.attrs["progress"])
+        progress.update({"batches_done": int(n_done), "rows_done": int(rows_done),
+                         "complete": bool(complete), "updated": _now()})
+        if extra:
+            progress.update(extra)
+        self.group.attrs["progress"] = progress
+
+
+def _write_array(group, name, data, dims):
+    data = np.ascontiguousarray(data)
+    arr = group.create_array(name, shape=data.shape, dtype=data.dtype,
+                             chunks=(max(min(len(data), 2**24), 1),), compressors=_COMPRESSOR,
+                             dimension_names=dims)
+    if len(data):
+        arr[:] = data
+    return arr
+
+
+def store_size(path) -> int:
+    """Bytes the store takes on disk."""
+    return sum(f.stat().st_size for f in Path(path).rglob("*") if f.is_file())
