@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# Start a Dask scheduler and workers that write their address to a scheduler file,
+# then wait; Ctrl-C (or SIGTERM) stops them all.  mgapsp attaches with
+#     mgapsp run GRAPH -o STORE --scheduler-file FILE
+#
+# Usage: cluster/start-cluster.sh [-f SCHEDULER_FILE] [-n WORKERS] [-H HOST] [-p PORT] [--cpu]
+#   -f FILE   scheduler file to write (default: ./scheduler.json)
+#   -n N      workers: GPUs to use with dask-cuda (default: every visible GPU), or
+#             single-threaded CPU worker processes (default: one per core)
+#   -H HOST   interface to listen on (default: 127.0.0.1; use the node's address
+#             on a real cluster, where the scheduler file lives on a shared disk)
+#   -p PORT   scheduler port (default: 0 = any free port)
+#   --cpu     plain `dask worker` processes even where GPUs exist
+# Workers need mgapsp installed and the output store on a disk they all see.
+set -euo pipefail
+
+file=./scheduler.json; nworkers=""; host=127.0.0.1; port=0; force_cpu=0
+while [ $# -gt 0 ]; do
+  case "$1" in
+    -f) file=$2; shift 2 ;;
+    -n) nworkers=$2; shift 2 ;;
+    -H) host=$2; shift 2 ;;
+    -p) port=$2; shift 2 ;;
+    --cpu) force_cpu=1; shift ;;
+    -h|--help) sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "error: unknown option $1 (see --help)" >&2; exit 2 ;;
+  esac
+done
+
+gpus=0
+if [ "$force_cpu" = 0 ] && command -v nvidia-smi >/dev/null 2>&1; then
+  gpus=$(nvidia-smi --list-gpus 2>/dev/null | wc -l || echo 0)
+fi
+
+pids=()
+cleanup() {
+  trap - INT TERM EXIT
+  for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+}
+trap cleanup INT TERM EXIT
+
+rm -f "$file"
+dask scheduler --scheduler-file "$file" --host "$host" --port "$port" \
+  --dashboard-address "$host:0" &
+pids+=($!)
+for _ in $(seq 100); do [ -s "$file" ] && break; sleep 0.2; done
+[ -s "$file" ] || { echo "error: the scheduler did not write $file" >&2; exit 1; }
+
+if [ "$gpus" -gt 0 ]; then
+  if [ -n "$nworkers" ] && [ -z "${CUDA_VISIBLE_DEVICES:-}" ]; then
+    export CUDA_VISIBLE_DEVICES=$(seq -s, 0 $((nworkers - 1)))
+  fi
+  # dask-cuda starts one worker per visible GPU, each pinned to its device.
+  dask cuda worker --scheduler-file "$file" --host "$host" &
+  pids+=($!)
+  echo "started a scheduler and dask-cuda workers on ${CUDA_VISIBLE_DEVICES:-all $gpus GPUs}"
+else
+  nworkers=${nworkers:-$(nproc)}
+  dask worker --scheduler-file "$file" --host "$host" --nworkers "$nworkers" \
+    --nthreads 1 &
+  pids+=($!)
+  echo "started a scheduler and $nworkers CPU workers"
+fi
+echo "scheduler file: $file"
+wait -n "${pids[@]}"

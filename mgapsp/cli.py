@@ -1,0 +1,310 @@
+"""The ``mgapsp`` command line: run, info, verify, path.
+
+User errors print one line, ``error: ...``, and exit with status 1 (2 for usage
+errors, as click does); no traceback.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+
+import click
+import numpy as np
+
+from .errors import GraphFormatError, MgapspError
+
+_ALGORITHMS = ["auto", "bellman-ford", "dijkstra", "johnson", "floyd-warshall"]
+
+
+class _Group(click.Group):
+    def invoke(self, ctx):
+        try:
+            return super().invoke(ctx)
+        except (MgapspError, OSError) as exc:
+            click.echo(f"error: {exc}", err=True)
+            sys.exit(1)
+        except KeyboardInterrupt:
+            click.echo("error: interrupted; continue the job with --resume", err=True)
+            sys.exit(130)
+
+
+@click.group(cls=_Group)
+@click.version_option(package_name="mgapsp")
+def main():
+    """All-pairs shortest paths on GPUs and CPUs, scheduled by Dask, stored in Zarr."""
+
+
+@main.command()
+@click.argument("graph", type=click.Path(dir_okay=False))
+@click.option("-o", "--out", required=True, type=click.Path(), help="Zarr store to write.")
+@click.option("--format", "fmt", default="auto", show_default=True,
+              help="Input format: auto, snap, csv, tsv, dimacs, pace, mtx, tntp, tsplib.")
+@click.option("--directed/--undirected", default=None,
+              help="Override the format's directedness (undirected adds both directions).")
+@click.option("--unweighted", is_flag=True, help="Ignore weights: every edge weighs 1.")
+@click.option("--weight-column", default=None,
+              help="Weight column (name or 0-based index) for TNTP and CSV inputs.")
+@click.option("--algorithm", type=click.Choice(_ALGORITHMS), default="auto", show_default=True)
+@click.option("--backend", type=click.Choice(["auto", "gpu", "cpu"]), default="auto",
+              show_default=True, help="auto = gpu when CUDA devices are visible.")
+@click.option("--dtype", type=click.Choice(["float32", "float64"]), default="float32",
+              show_default=True)
+@click.option("--batch-size", type=click.IntRange(min=1), default=None,
+              help="Sources per batch (default: from the graph and device memory).")
+@click.option("--sources", "sources_file", type=click.Path(dir_okay=False), default=None,
+              help="File of source vertex ids (whitespace or comma separated).")
+@click.option("--predecessors", is_flag=True, help="Also store shortest-path predecessors.")
+@click.option("--resume", is_flag=True, help="Continue an interrupted store.")
+@click.option("--overwrite", is_flag=True, help="Replace an existing store.")
+@click.option("--scheduler", default=None, help="Address of a running Dask scheduler.")
+@click.option("--scheduler-file", default=None, type=click.Path(dir_okay=False),
+              help="Scheduler file of a running Dask cluster.")
+@click.option("--workers", type=click.IntRange(min=1), default=None,
+              help="Workers of the embedded cluster (default: one per GPU or core).")
+@click.option("--no-dashboard", is_flag=True, help="Do not start the Dask dashboard.")
+@click.option("-q", "--quiet", is_flag=True, help="No progress bar.")
+def run(graph, out, fmt, directed, unweighted, weight_column, algorithm, backend, dtype,
+        batch_size, sources_file, predecessors, resume, overwrite, scheduler,
+        scheduler_file, workers, no_dashboard, quiet):
+    """Compute shortest-path distances from every source of GRAPH into a Zarr store."""
+    from .api import resolve_backend
+    from .cluster import connect
+    from .io import read_graph
+    from .pipeline import run_job
+    from .store import store_size
+
+    if scheduler and scheduler_file:
+        raise MgapspError("give --scheduler or --scheduler-file, not both")
+    if resume and overwrite:
+        raise MgapspError("--resume and --overwrite contradict each other; pick one")
+    t0 = time.perf_counter()
+    g = read_graph(graph, format=fmt, directed=directed, unweighted=unweighted,
+                   weight_column=weight_column)
+    t_read = time.perf_counter() - t0
+    sources = read_sources(sources_file, g) if sources_file else None
+    attached = bool(scheduler or scheduler_file)
+    if not attached:
+        backend = resolve_backend(backend)
+    bar = _Progress(enabled=not quiet)
+
+    def on_start(report):
+        p = report.plan
+        click.echo(f"mgapsp: {g.name}: n={g.n:,} m={g.m:,} "
+                   f"{'directed' if g.directed else 'undirected'} "
+                   f"{'weighted' if g.weighted else 'unweighted'} (read in {t_read:.1f} s)")
+        click.echo(f"  job: {p.algorithm} on {p.backend}, {p.dtype}, {p.n_sources:,} sources "
+                   f"in {p.n_batches:,} batches of {p.batch_size}"
+                   + (f", {report.resumed_batches} already done" if report.resumed_batches
+                      else ""))
+        bar.start(p.n_sources)
+
+    with connect(scheduler=scheduler, scheduler_file=scheduler_file, backend=backend,
+                 n_workers=workers, dashboard=not no_dashboard) as client:
+        if client.dashboard_link and not no_dashboard:
+            click.echo(f"  dashboard: {client.dashboard_link}")
+        report = run_job(g, out, client, algorithm=algorithm, backend=backend, dtype=dtype,
+                         sources=sources, batch_size=batch_size, predecessors=predecessors,
+                         resume=resume, overwrite=overwrite, on_start=on_start,
+                         on_progress=lambda r, done, total: bar.update(done, r))
+        n_workers = len(client.scheduler_info()["workers"])
+    bar.finish()
+    _summary(out, report, n_workers, store_size(out))
+
+
+def _summary(out, report, n_workers, size):
+    p = report.plan
+    click.echo(f"  done: {report.rows_run:,} rows in {report.seconds:.2f} s "
+               f"({report.rows_per_second:,.0f} rows/s) on {n_workers} workers; "
+               f"worker time: compute {report.compute_s:.2f} s, write {report.write_s:.2f} s")
+    for worker, count in sorted(report.per_worker.items()):
+        click.echo(f"    {worker}: {count} batches")
+    store = report.store
+    row = store.group["distances"][0, :].astype(np.float64)
+    finite = row[np.isfinite(row)]
+    sid = int(store.group["source_ids"][0])
+    click.echo(f"  store: {out} ({size / 2**20:.1f} MiB), distances {p.n_sources:,} x "
+               f"{row.shape[0]:,} {p.dtype}"
+               + (", predecessors" if p.predecessors else ""))
+    click.echo(f"  first row (source {sid}): {len(finite):,} of {row.shape[0]:,} targets "
+               f"reachable, farthest at {finite.max():g}")
+
+
+def read_sources(path, graph) -> np.ndarray:
+    """Parse a file of vertex ids; errors name the line and the value."""
+    ids = []
+    lines = []
+    with open(path) as fh:
+        for lineno, line in enumerate(fh, 1):
+            text = line.split("#", 1)[0].replace(",", " ")
+            for tok in text.split():
+                try:
+                    ids.append(int(tok))
+                except ValueError:
+                    raise GraphFormatError(f"source id {tok!r} is not an integer",
+                                           path, lineno) from None
+                lines.append(lineno)
+    if not ids:
+        raise GraphFormatError("no source ids in the file", path)
+    ids = np.array(ids, dtype=np.int64)
+    try:
+        graph.index_of(ids, what="source")
+    except GraphFormatError:
+        known = set(graph.vertex_ids.tolist()) if graph.id_base not in (0, 1) else None
+        for vid, lineno in zip(ids, lines):
+            ok = (vid in known) if known is not None else (
+                graph.id_base <= vid < graph.n + graph.id_base)
+            if not ok:
+                raise GraphFormatError(
+                    f"source id {vid} is not a vertex of {graph.name or 'the graph'} "
+                    f"(ids {int(graph.vertex_ids[0])}..{int(graph.vertex_ids[-1])})",
+                    path, lineno) from None
+        raise
+    return ids
+
+
+@main.command()
+@click.argument("store", type=click.Path(exists=True, file_okay=False))
+def info(store):
+    """Describe a store: the graph, the options and the progress."""
+    from .store import Store, store_size
+
+    s = Store.open(store)
+    a = s.attrs
+    g, j, p = a["graph"], a["job"], a["progress"]
+    click.echo(f"store: {store} ({store_size(store) / 2**20:.1f} MiB), format "
+               f"{a['format_version']}, created {a['created']}")
+    click.echo(f"graph: {g['name']}: n={g['n']:,} m={g['m']:,} "
+               f"{'directed' if g['directed'] else 'undirected'} "
+               f"{'weighted' if g['weighted'] else 'unweighted'}, min weight "
+               f"{g['min_weight']:g}, fingerprint {a['fingerprint']}")
+    click.echo(f"job: {j['algorithm']} on {j['backend']}, {j['dtype']}, {j['n_sources']:,} "
+               f"sources, batches of {j['batch_size']}"
+               + (", predecessors" if j["predecessors"] else ""))
+    state = "complete" if p["complete"] else "incomplete"
+    click.echo(f"progress: {p['rows_done']:,}/{p['n_rows']:,} rows, "
+               f"{p['batches_done']}/{p['n_batches']} batches ({state}), updated "
+               f"{p['updated']}")
+    if "last_run_seconds" in p:
+        click.echo(f"last run: {p['last_run_rows']:,} rows in {p['last_run_seconds']} s")
+    click.echo("versions: " + ", ".join(f"{k} {v}" for k, v in a["versions"].items()))
+
+
+@main.command()
+@click.argument("store", type=click.Path(exists=True, file_okay=False))
+@click.option("--samples", type=click.IntRange(min=1), default=64, show_default=True,
+              help="Rows to recompute, drawn at random from the finished batches.")
+@click.option("--all", "all_rows", is_flag=True, help="Recompute every row.")
+@click.option("--seed", type=int, default=0, show_default=True)
+def verify(store, samples, all_rows, seed):
+    """Recompute rows with SciPy; exit 0 only if every one matches."""
+    from .verify import verify_store
+
+    t0 = time.perf_counter()
+    rep = verify_store(store, samples=samples, all_rows=all_rows, seed=seed)
+    click.echo(f"verify: {rep.rows_checked:,} rows checked against scipy in "
+               f"{time.perf_counter() - t0:.1f} s; max abs error {rep.max_error:.3g}")
+    if rep.rows_missing:
+        click.echo(f"  {rep.rows_missing:,} rows not computed yet")
+    if rep.mismatched_rows:
+        shown = ", ".join(map(str, rep.mismatched_rows[:10]))
+        click.echo(f"  {len(rep.mismatched_rows):,} rows differ (rows {shown})")
+    if rep.bad_predecessors:
+        click.echo(f"  {rep.bad_predecessors:,} predecessors inconsistent")
+    if not rep.ok:
+        click.echo("error: verification failed", err=True)
+        sys.exit(1)
+    click.echo("  ok")
+
+
+@main.command()
+@click.argument("store", type=click.Path(exists=True, file_okay=False))
+@click.argument("u", type=int)
+@click.argument("v", type=int)
+def path(store, u, v):
+    """Print a shortest path from U to V (vertex ids), from stored predecessors."""
+    from .store import Store
+
+    s = Store.open(store)
+    if "predecessors" not in s.group:
+        raise MgapspError(f"{store} has no predecessors; run with --predecessors")
+    rows = np.flatnonzero(s.group["source_ids"][:] == u)
+    if len(rows) == 0:
+        raise MgapspError(f"{u} is not a source of {store}")
+    row = int(rows[0])
+    plan = s.plan()
+    if not s.done_mask()[row // plan.batch_size]:
+        raise MgapspError(f"the row of source {u} is not computed yet; resume the job")
+    graph_ids = s.group["vertex_ids"][:]
+    target = np.flatnonzero(graph_ids == v)
+    if len(target) == 0:
+        raise MgapspError(f"{v} is not a vertex of {store}")
+    t = int(target[0])
+    dist = float(s.group["distances"][row, t])
+    if not np.isfinite(dist):
+        click.echo(f"no path from {u} to {v}")
+        sys.exit(1)
+    pred = s.group["predecessors"][row, :]
+    src = int(s.group["source_index"][row])
+    hops = [t]
+    while hops[-1] != src:
+        hops.append(int(pred[hops[-1]]))
+        if hops[-1] < 0 or len(hops) > len(pred):
+            raise MgapspError(f"{store}: predecessors of source {u} are inconsistent")
+    click.echo(" -> ".join(str(int(graph_ids[x])) for x in reversed(hops)))
+    click.echo(f"distance {dist:g}, {len(hops) - 1} edges")
+
+
+class _Progress:
+    """Rows done, rows/s and time left, on one line of a terminal (or every 10%)."""
+
+    def __init__(self, enabled=True, stream=None):
+        self.stream = stream or sys.stderr
+        self.enabled = enabled
+        self.tty = self.stream.isatty()
+        self.total = 0
+        self.t0 = time.perf_counter()
+        self.start_rows = None
+        self.last_step = -1
+
+    def start(self, total):
+        self.total = total
+        self.t0 = time.perf_counter()
+
+    def update(self, done, report):
+        if not self.enabled or not self.total:
+            return
+        if self.start_rows is None:
+            self.start_rows = done - report.rows_run
+        elapsed = time.perf_counter() - self.t0
+        rate = report.rows_run / elapsed if elapsed > 0 else 0.0
+        left = (self.total - done) / rate if rate > 0 else float("inf")
+        frac = done / self.total
+        text = (f"  {done:,}/{self.total:,} rows ({frac:.0%}) {rate:,.0f} rows/s, "
+                f"{_fmt_time(left)} left")
+        if self.tty:
+            width = 24
+            filled = int(width * frac)
+            self.stream.write(f"\r[{'#' * filled}{'.' * (width - filled)}]{text}   ")
+            self.stream.flush()
+        elif int(frac * 10) > self.last_step:
+            self.last_step = int(frac * 10)
+            self.stream.write(text + "\n")
+
+    def finish(self):
+        if self.enabled and self.tty:
+            self.stream.write("\n")
+
+
+def _fmt_time(seconds: float) -> str:
+    if seconds == float("inf"):
+        return "?"
+    if seconds < 60:
+        return f"{seconds:.0f} s"
+    if seconds < 3600:
+        return f"{seconds / 60:.1f} min"
+    return f"{seconds / 3600:.1f} h"
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

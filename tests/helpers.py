@@ -1,0 +1,54 @@
+"""Shared test helpers: the SciPy oracle and graph generators."""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy.sparse import csgraph
+
+from mgapsp.graph import Graph
+
+
+def scipy_distances(graph: Graph, sources=None) -> np.ndarray:
+    """The oracle: SciPy's shortest_path on the canonical CSR (float64)."""
+    method = "J" if graph.has_negative_weights else "D"
+    return csgraph.shortest_path(graph.to_scipy(), method=method, directed=True,
+                                 indices=sources)
+
+
+def assert_distances_equal(got, ref, dtype="float64"):
+    got = np.asarray(got, dtype=np.float64)
+    assert got.shape == ref.shape
+    assert not np.isnan(got).any(), "unwritten (NaN) entries"
+    np.testing.assert_array_equal(np.isinf(got), np.isinf(ref))
+    fin = np.isfinite(ref)
+    rtol = 1e-5 if np.dtype(dtype) == np.float32 else 1e-10
+    scale = max(1.0, float(np.abs(ref[fin]).max(initial=0.0)))
+    np.testing.assert_allclose(got[fin], ref[fin], rtol=rtol, atol=rtol * scale)
+
+
+def reweighted(graph: Graph, seed=0, spread=50.0) -> Graph:
+    """Negative weights without negative cycles: w'(u,v) = w + p(u) - p(v)."""
+    p = np.random.default_rng(seed).uniform(0, spread, graph.n)
+    w = graph.weights + p[graph.sources_of_edges] - p[graph.indices]
+    g = Graph(graph.indptr, graph.indices, w, directed=True, vertex_ids=graph.vertex_ids,
+              name=graph.name + "+potentials")
+    assert g.has_negative_weights
+    return g
+
+
+def random_graph(rng, n, m, *, low=0, high=10, zero_fraction=0.1, negative=False) -> Graph:
+    src = rng.integers(0, n, m)
+    dst = rng.integers(0, n, m)
+    w = rng.integers(low, high + 1, m).astype(float)
+    w[rng.random(m) < zero_fraction] = 0.0
+    if negative:
+        p = rng.uniform(0, 20, n)
+        w = w + p[src] - p[dst]
+    return Graph.from_edges(src, dst, w, n=n)
+
+
+def cycle_weight(graph: Graph, cycle_ids) -> float:
+    idx = graph.index_of(cycle_ids)
+    w = graph.edge_weights(idx, np.roll(idx, -1))
+    assert not np.isnan(w).any(), "the reported cycle uses an edge that does not exist"
+    return float(w.sum())

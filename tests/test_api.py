@@ -1,0 +1,183 @@
+"""The Python API against SciPy: random graphs (Hypothesis) and every input type."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from scipy.sparse import csgraph
+
+import mgapsp
+from mgapsp import Graph, MgapspError, NegativeCycleError, UnsupportedError
+
+from helpers import assert_distances_equal, cycle_weight, scipy_distances
+
+ALGORITHMS = ["auto", "dijkstra", "johnson", "bellman-ford", "floyd-warshall"]
+
+
+@st.composite
+def graphs(draw, negative=False, max_n=24):
+    n = draw(st.integers(1, max_n))
+    m = draw(st.integers(1, 4 * n))
+    src = draw(st.lists(st.integers(0, n - 1), min_size=m, max_size=m))
+    dst = draw(st.lists(st.integers(0, n - 1), min_size=m, max_size=m))
+    w = draw(st.lists(st.integers(0, 9), min_size=m, max_size=m))
+    w = np.array(w, dtype=float)
+    if negative:
+        # Potentials keep every cycle's weight, so no negative cycle appears.
+        p = np.array(draw(st.lists(st.integers(0, 30), min_size=n, max_size=n)), float)
+        w = w + p[src] - p[dst]
+    return Graph.from_edges(src, dst, w, n=n)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(graph=graphs(), algorithm=st.sampled_from(ALGORITHMS),
+       batch=st.sampled_from([None, 1, 3, 7]))
+def test_random_nonnegative(graph, algorithm, batch):
+    got = mgapsp.apsp(graph, backend="cpu", algorithm=algorithm, dtype="float64",
+                      batch_size=batch)
+    assert_distances_equal(got, scipy_distances(graph))
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(graph=graphs(negative=True),
+       algorithm=st.sampled_from(["auto", "johnson", "bellman-ford", "floyd-warshall"]))
+def test_random_negative_weights(graph, algorithm):
+    got, pred = mgapsp.apsp(graph, backend="cpu", algorithm=algorithm, dtype="float64",
+                            predecessors=True)
+    ref = scipy_distances(graph)
+    assert_distances_equal(got, ref)
+    rows, cols = np.nonzero(pred >= 0)
+    w = graph.edge_weights(pred[rows, cols], cols)
+    assert not np.isnan(w).any()
+    np.testing.assert_allclose(ref[rows, pred[rows, cols]] + w, ref[rows, cols],
+                               atol=1e-9)
+
+
+@settings(max_examples=80, deadline=None)
+@given(n=st.integers(2, 12), data=st.data())
+def test_random_negative_cycles_agree_with_scipy(n, data):
+    m = data.draw(st.integers(1, 3 * n))
+    src = data.draw(st.lists(st.integers(0, n - 1), min_size=m, max_size=m))
+    dst = data.draw(st.lists(st.integers(0, n - 1), min_size=m, max_size=m))
+    w = data.draw(st.lists(st.integers(-4, 6), min_size=m, max_size=m))
+    graph = Graph.from_edges(src, dst, w, n=n)
+    try:
+        ref = csgraph.shortest_path(graph.to_scipy(), method="BF")
+    except csgraph.NegativeCycleError:
+        ref = None
+    if ref is None:
+        with pytest.raises(NegativeCycleError) as info:
+            mgapsp.apsp(graph, backend="cpu")
+        assert cycle_weight(graph, info.value.cycle) < 0
+    else:
+        assert_distances_equal(mgapsp.apsp(graph, backend="cpu", dtype="float64"), ref)
+
+
+def test_negative_self_loop_is_a_cycle():
+    graph = Graph.from_edges([0, 1, 2], [1, 2, 2], [1.0, 1.0, -0.5])
+    with pytest.raises(NegativeCycleError) as info:
+        mgapsp.apsp(graph, backend="cpu")
+    assert info.value.cycle == [2] and info.value.weight == -0.5
+    assert isinstance(info.value, csgraph.NegativeCycleError)  # SciPy code catches it
+
+
+def _reference_matrix():
+    dense = np.full((5, 5), np.inf)
+    for u, v, w in [(0, 1, 2.0), (1, 2, 0.0), (2, 0, 1.5), (0, 3, 7.0), (3, 4, 1.0),
+                    (1, 3, 3.0)]:
+        dense[u, v] = w
+    return dense
+
+
+def _expected(directed=True):
+    # Built by hand, not from the dense matrix: SciPy reads a dense 0 as "no edge".
+    mat = sp.csr_array((np.array([2.0, 0.0, 1.5, 7.0, 1.0, 3.0]),
+                        (np.array([0, 1, 2, 0, 3, 1]), np.array([1, 2, 0, 3, 4, 3]))),
+                       shape=(5, 5))
+    return csgraph.shortest_path(mat, directed=directed)
+
+
+@pytest.mark.parametrize("kind", ["dense", "scipy", "tuple", "networkx", "graph"])
+def test_input_types(kind):
+    dense = _reference_matrix()
+    rows, cols = np.nonzero(np.isfinite(dense))
+    if kind == "dense":
+        graph = dense
+    elif kind == "scipy":
+        graph = sp.coo_array((dense[rows, cols], (rows, cols)), shape=(5, 5))
+    elif kind == "tuple":
+        graph = (rows, cols, dense[rows, cols])
+    elif kind == "networkx":
+        nx = pytest.importorskip("networkx")
+        graph = nx.DiGraph()
+        graph.add_nodes_from(range(5))
+        graph.add_weighted_edges_from(zip(rows.tolist(), cols.tolist(),
+                                          dense[rows, cols].tolist()))
+    else:
+        graph = Graph.from_edges(rows, cols, dense[rows, cols], n=5)
+    got = mgapsp.apsp(graph, backend="cpu", dtype="float64")
+    assert_distances_equal(got, _expected())
+
+
+def test_undirected_and_unweighted_options():
+    dense = _reference_matrix()
+    got = mgapsp.apsp(dense, backend="cpu", dtype="float64", directed=False)
+    assert_distances_equal(got, _expected(directed=False))
+    hops = mgapsp.apsp(dense, backend="cpu", dtype="float64", unweighted=True)
+    assert hops[0, 4] == 2.0 and hops[0, 2] == 2.0
+
+
+def test_duplicate_edges_keep_the_minimum():
+    got = mgapsp.apsp((np.array([0, 0, 0]), np.array([1, 1, 1]), np.array([5.0, 2.0, 9.0])),
+                      backend="cpu", dtype="float64")
+    assert got[0, 1] == 2.0
+
+
+def test_sources_and_predecessors_like_scipy(data_dir):
+    graph = mgapsp.read_graph(data_dir / "SiouxFalls_net.tntp")
+    dist, pred = mgapsp.apsp(graph, backend="cpu", sources=[1, 24], dtype="float64",
+                             predecessors=True)
+    ref, ref_pred = csgraph.dijkstra(graph.to_scipy(), indices=[0, 23],
+                                     return_predecessors=True)
+    assert_distances_equal(dist, ref)
+    np.testing.assert_array_equal(pred, np.where(ref_pred < 0, -1, ref_pred))
+    assert dist.dtype == np.float64 and pred.dtype == np.int32
+
+
+def test_api_without_out_on_a_client(cpu_client, data_dir):
+    graph = mgapsp.read_graph(data_dir / "ftv33.atsp")
+    got = mgapsp.apsp(graph, client=cpu_client, dtype="float64", batch_size=8)
+    assert_distances_equal(got, scipy_distances(graph))
+
+
+@pytest.mark.parametrize("kwargs,match", [
+    ({"algorithm": "fastest"}, "unknown algorithm"),
+    ({"dtype": "int8"}, "unknown dtype"),
+    ({"batch_size": 0}, "batch size"),
+    ({"sources": [99]}, "unknown source id 99"),
+    ({"backend": "tpu"}, "unknown backend"),
+])
+def test_bad_options(kwargs, match):
+    with pytest.raises(MgapspError, match=match):
+        mgapsp.apsp(_reference_matrix(), **{"backend": "cpu", **kwargs})
+
+
+def test_dijkstra_refuses_negative_weights():
+    with pytest.raises(UnsupportedError, match="non-negative"):
+        mgapsp.apsp((np.array([0]), np.array([1]), np.array([-1.0])), backend="cpu",
+                    algorithm="dijkstra")
+
+
+@pytest.mark.parametrize("bad,match", [
+    (np.array([[0, np.nan], [1, 0]]), "nan"),
+    (np.full((2, 2), np.inf), "no edges"),
+    (np.zeros((2, 3)), "square"),
+    ((np.array([0, -1]), np.array([1, 0])), "ids must be >= 0"),
+    ((np.array([0, 1]), np.array([1, 0]), np.array([1.0, np.inf])), "finite"),
+])
+def test_bad_in_memory_graphs(bad, match):
+    with pytest.raises(MgapspError, match=match):
+        mgapsp.apsp(bad, backend="cpu")

@@ -1,0 +1,210 @@
+"""The command line as a user meets it: real subprocesses, real clusters, real stores."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+import zarr
+
+import mgapsp
+from mgapsp.store import Store
+
+from helpers import assert_distances_equal, scipy_distances
+
+REPO = Path(__file__).resolve().parent.parent
+CLI = [sys.executable, "-m", "mgapsp.cli"]
+
+
+def mgapsp_cli(*args, check=True, timeout=300, **kw):
+    proc = subprocess.run(CLI + [str(a) for a in args], capture_output=True, text=True,
+                          timeout=timeout, **kw)
+    if check and proc.returncode != 0:
+        raise AssertionError(f"mgapsp {args} failed ({proc.returncode}):\n"
+                             f"{proc.stdout}\n{proc.stderr}")
+    return proc
+
+
+def assert_one_line_error(proc, *needles):
+    assert proc.returncode != 0
+    assert "Traceback" not in proc.stderr, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), proc.stderr
+    for needle in needles:
+        assert needle in lines[0], (needle, lines[0])
+
+
+def test_run_info_verify_path(data_dir, tmp_path):
+    out = tmp_path / "sioux.zarr"
+    proc = mgapsp_cli("run", data_dir / "SiouxFalls_net.tntp", "-o", out, "--backend", "cpu",
+                      "--workers", "2", "--predecessors", "--no-dashboard")
+    assert "floyd-warshall on cpu" in proc.stdout and "24 rows" in proc.stdout  # dense: 13%
+    graph = mgapsp.read_graph(data_dir / "SiouxFalls_net.tntp")
+    assert_distances_equal(zarr.open_group(out)["distances"][:], scipy_distances(graph),
+                           dtype="float32")
+    info = mgapsp_cli("info", out).stdout
+    assert "n=24 m=76" in info and "24/24 rows" in info and "(complete)" in info
+    verify = mgapsp_cli("verify", out, "--all")
+    assert "24 rows checked" in verify.stdout and "ok" in verify.stdout
+    path = mgapsp_cli("path", out, 1, 20).stdout.splitlines()
+    hops = [int(x) for x in path[0].split(" -> ")]
+    assert hops[0] == 1 and hops[-1] == 20
+    idx = graph.index_of(hops)
+    length = graph.edge_weights(idx[:-1], idx[1:]).sum()
+    assert length == pytest.approx(scipy_distances(graph, [0])[0, 19])
+    assert f"distance {length:g}" in path[1]
+
+
+def test_verify_fails_on_a_corrupted_store(data_dir, tmp_path):
+    out = tmp_path / "c.zarr"
+    mgapsp_cli("run", data_dir / "ftv33.atsp", "-o", out, "--backend", "cpu",
+               "--workers", "1", "--no-dashboard", "-q")
+    dist = zarr.open_group(out, mode="r+")["distances"]
+    dist[3, 7] = dist[3, 7] + 1
+    proc = mgapsp_cli("verify", out, "--all", check=False)
+    assert proc.returncode == 1 and "1 rows differ (rows 3)" in proc.stdout
+
+
+@pytest.mark.parametrize("content,needles", [
+    ("0 1 2.5\n1 2 abc\n", ["bad.txt:2", "abc"]),
+    ("0 1 2.5\n1 2 nan\n", ["bad.txt:2", "nan"]),
+    ("0 1 2.5\n-3 2 1\n", ["bad.txt:2", "-3"]),
+    ("# only a comment\n", ["bad.txt", "no edges"]),
+])
+def test_bad_input_is_one_line_and_writes_nothing(tmp_path, content, needles):
+    src = tmp_path / "bad.txt"
+    src.write_text(content)
+    out = tmp_path / "never.zarr"
+    proc = mgapsp_cli("run", src, "-o", out, "--backend", "cpu", check=False)
+    assert_one_line_error(proc, *needles)
+    assert not out.exists()
+
+
+def test_unknown_format_and_missing_file(tmp_path):
+    weird = tmp_path / "graph.xyz"
+    weird.write_text("0 1\n")
+    assert_one_line_error(mgapsp_cli("run", weird, "-o", tmp_path / "o.zarr", check=False),
+                          "graph.xyz")
+    assert_one_line_error(
+        mgapsp_cli("run", tmp_path / "missing.gr", "-o", tmp_path / "o.zarr", check=False),
+        "missing.gr")
+
+
+def test_negative_cycle_message(data_dir, tmp_path):
+    out = tmp_path / "cycle.zarr"
+    proc = mgapsp_cli("run", data_dir / "soc-sign-bitcoinalpha.csv", "-o", out,
+                      "--backend", "cpu", "--workers", "1", "--no-dashboard", check=False)
+    assert_one_line_error(proc, "negative cycle")
+    cycle = [int(v) for v in proc.stderr.split(":", 2)[2].split("->")]
+    assert cycle[0] == cycle[-1] and len(cycle) >= 2
+    graph = mgapsp.read_graph(data_dir / "soc-sign-bitcoinalpha.csv")
+    idx = graph.index_of(cycle)
+    assert graph.edge_weights(idx[:-1], idx[1:]).sum() < 0
+    assert not out.exists()
+
+
+def test_bad_sources_file(data_dir, tmp_path):
+    srcs = tmp_path / "sources.txt"
+    srcs.write_text("1\n2 3\n# comment\n99999\n")
+    proc = mgapsp_cli("run", data_dir / "SiouxFalls_net.tntp", "-o", tmp_path / "o.zarr",
+                      "--sources", srcs, check=False)
+    assert_one_line_error(proc, "sources.txt:4", "99999")
+
+
+def test_existing_store_refused(data_dir, tmp_path):
+    out = tmp_path / "e.zarr"
+    args = ["run", data_dir / "gr17.tsp", "-o", out, "--backend", "cpu", "--workers", "1",
+            "--no-dashboard", "-q"]
+    mgapsp_cli(*args)
+    assert_one_line_error(mgapsp_cli(*args, check=False), "already exists", "--resume")
+    mgapsp_cli(*args, "--overwrite")
+
+
+def _chunk_mtimes(store: Path, batches, batch_size):
+    # distances/c/<row chunk>/<column chunk>: one row chunk per batch
+    return {b: sorted((p.name, p.stat().st_mtime_ns)
+                      for p in (store / "distances" / "c" / str(b)).iterdir())
+            for b in batches}
+
+
+def test_kill_then_resume(data_dir, tmp_path):
+    """Kill a running job (driver and cluster), resume it, and check the result."""
+    out = tmp_path / "gnutella.zarr"
+    graph_file = data_dir / "p2p-Gnutella08.txt"
+    args = ["run", graph_file, "-o", out, "--backend", "cpu", "--workers", "2",
+            "--batch-size", "8", "--no-dashboard", "-q"]
+    proc = subprocess.Popen(CLI + [str(a) for a in args], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, start_new_session=True)
+    deadline = time.time() + 120
+    done = 0
+    try:
+        while time.time() < deadline and proc.poll() is None:
+            time.sleep(0.2)
+            if Store.exists(out):
+                try:
+                    done = int(Store.open(out).done_mask().sum())
+                except Exception:  # the driver may be mid-write
+                    continue
+                if done >= 40:
+                    break
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+    assert done >= 40, f"job did not progress: {proc.stderr.read().decode()}"
+    store = Store.open(out)
+    finished = np.flatnonzero(store.done_mask())
+    n_batches = store.plan().n_batches
+    assert 40 <= len(finished) < n_batches, "kill came too late to test resume"
+    before = _chunk_mtimes(out, finished, 8)
+
+    resumed = mgapsp_cli(*args, "--resume")
+    assert f"{len(finished)} already done" in resumed.stdout, resumed.stdout
+    after = _chunk_mtimes(out, finished, 8)
+    assert after == before, "finished batches were recomputed"
+    assert Store.open(out).done_mask().all()
+    verify = mgapsp_cli("verify", out, "--all")
+    assert "6,301 rows checked" in verify.stdout
+
+
+def test_scheduler_file_recipe(data_dir, tmp_path):
+    """cluster/start-cluster.sh on loopback with 2 CPU workers, then run against it."""
+    sched = tmp_path / "scheduler.json"
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
+    proc = subprocess.Popen(["bash", str(REPO / "cluster" / "start-cluster.sh"), "-f",
+                             str(sched), "-n", "2", "--cpu"], stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, start_new_session=True, env=env)
+    try:
+        from distributed import Client
+
+        deadline = time.time() + 60
+        while not sched.exists() and time.time() < deadline:
+            time.sleep(0.2)
+        assert sched.exists(), "scheduler file never appeared"
+        with Client(scheduler_file=str(sched), timeout=30) as client:
+            client.wait_for_workers(2, timeout=60)
+            assert len(client.scheduler_info()["workers"]) == 2
+        out = tmp_path / "attached.zarr"
+        run = mgapsp_cli("run", data_dir / "rome99.gr", "-o", out, "--scheduler-file",
+                         sched, "--sources", _write_sources(tmp_path, range(1, 257)),
+                         "--batch-size", "32", "--no-dashboard", "-q", env=env)
+        assert "dijkstra on cpu" in run.stdout
+        assert run.stdout.count("batches\n") == 2, run.stdout  # both workers took some
+        assert "256 rows checked" in mgapsp_cli("verify", out, "--all").stdout
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+
+
+def _write_sources(tmp_path, ids):
+    path = tmp_path / "sources.txt"
+    path.write_text("\n".join(str(i) for i in ids) + "\n")
+    return path

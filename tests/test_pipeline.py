@@ -1,0 +1,181 @@
+"""The CPU pipeline end to end: real graphs, a real LocalCluster, real Zarr stores."""
+
+from __future__ import annotations
+
+import dask.array as da
+import numpy as np
+import pytest
+import zarr
+
+import mgapsp
+from mgapsp import NegativeCycleError, ResumeMismatchError, StoreError
+from mgapsp.pipeline import run_job
+from mgapsp.store import Store
+from mgapsp.verify import verify_store
+
+from helpers import assert_distances_equal, cycle_weight, reweighted, scipy_distances
+
+# (file, number of sources: None = all)
+REAL_GRAPHS = [
+    ("p2p-Gnutella08.txt", 300),        # SNAP
+    ("SiouxFalls_net.tntp", None),      # TNTP road network
+    ("Anaheim_net.tntp", None),
+    ("rome99.gr", 400),                 # DIMACS 9
+    ("ftv33.atsp", None),               # TSPLIB, directed
+    ("gr120.tsp", None),                # TSPLIB, dense undirected: Floyd-Warshall
+    ("netscience.mtx", None),           # MatrixMarket, weighted symmetric
+    ("ldbc-directed-example.mtx", None),
+    ("karate.mtx", None),               # MatrixMarket pattern
+    ("cugraph_toy_graph.csv", None),
+]
+
+
+def _sources(graph, count, seed=0):
+    if count is None:
+        return None
+    rng = np.random.default_rng(seed)
+    return np.sort(rng.choice(graph.vertex_ids, size=count, replace=False))
+
+
+@pytest.mark.parametrize("name,count", REAL_GRAPHS)
+def test_real_graph_equals_scipy(cpu_client, data_dir, tmp_path, name, count):
+    graph = mgapsp.read_graph(data_dir / name)
+    sources = _sources(graph, count)
+    out = tmp_path / "out.zarr"
+    group = mgapsp.apsp(graph, out=out, client=cpu_client, sources=sources,
+                        dtype="float64")
+    idx = None if sources is None else graph.index_of(sources)
+    assert_distances_equal(group["distances"][:], scipy_distances(graph, idx))
+    expected_ids = graph.vertex_ids if sources is None else sources
+    np.testing.assert_array_equal(group["source_ids"][:], expected_ids)
+    np.testing.assert_array_equal(group["vertex_ids"][:], graph.vertex_ids)
+    assert group.attrs["progress"]["complete"] is True
+
+
+def test_negative_weights_without_cycle(cpu_client, data_dir, tmp_path):
+    graph = reweighted(mgapsp.read_graph(data_dir / "rome99.gr"), seed=3)
+    sources = _sources(graph, 200, seed=1)
+    group = mgapsp.apsp(graph, out=tmp_path / "neg.zarr", client=cpu_client,
+                        sources=sources, dtype="float64", predecessors=True)
+    assert group.attrs["job"]["algorithm"] == "johnson"
+    assert "potentials" in group["graph"]
+    assert_distances_equal(group["distances"][:],
+                           scipy_distances(graph, graph.index_of(sources)))
+    report = verify_store(tmp_path / "neg.zarr", all_rows=True)
+    assert report.ok, report
+
+
+@pytest.mark.parametrize("algorithm", ["dijkstra", "johnson", "bellman-ford",
+                                       "floyd-warshall"])
+def test_every_cpu_algorithm(cpu_client, data_dir, tmp_path, algorithm):
+    graph = mgapsp.read_graph(data_dir / "ChicagoSketch_net.tntp")
+    group = mgapsp.apsp(graph, out=tmp_path / "a.zarr", client=cpu_client,
+                        algorithm=algorithm, dtype="float64", batch_size=100,
+                        predecessors=True)
+    assert group.attrs["job"]["algorithm"] == algorithm
+    assert_distances_equal(group["distances"][:], scipy_distances(graph))
+    assert verify_store(tmp_path / "a.zarr", all_rows=True).ok
+
+
+def test_float32_store_and_readers(cpu_client, data_dir, tmp_path):
+    graph = mgapsp.read_graph(data_dir / "SiouxFalls_net.tntp")
+    out = tmp_path / "f32.zarr"
+    mgapsp.apsp(graph, out=out, client=cpu_client, batch_size=5)
+    group = zarr.open_group(out, mode="r")
+    arr = group["distances"]
+    assert arr.dtype == np.float32
+    assert arr.chunks[0] == 5 and arr.metadata.dimension_names == ("source", "target")
+    assert_distances_equal(arr[:], scipy_distances(graph), dtype="float32")
+    lazy = da.from_zarr(str(out), component="distances")
+    assert lazy.shape == (24, 24)
+    np.testing.assert_array_equal(lazy.compute(), arr[:])
+    xr = pytest.importorskip("xarray")
+    ds = xr.open_zarr(out, consolidated=False)
+    assert ds["distances"].dims == ("source", "target")
+    np.testing.assert_array_equal(ds["distances"].values, arr[:])
+    attrs = group.attrs
+    assert attrs["fingerprint"] == graph.fingerprint
+    assert attrs["graph"]["n"] == 24 and attrs["graph"]["m"] == 76
+    assert attrs["job"]["backend"] == "cpu" and attrs["job"]["batch_size"] == 5
+    assert {"numpy", "zarr", "dask", "mgapsp"} <= set(attrs["versions"])
+
+
+def test_negative_cycle_raises_and_writes_nothing(cpu_client, data_dir, tmp_path):
+    graph = mgapsp.read_graph(data_dir / "soc-sign-bitcoinalpha.csv")
+    out = tmp_path / "cycle.zarr"
+    with pytest.raises(NegativeCycleError) as info:
+        mgapsp.apsp(graph, out=out, client=cpu_client)
+    assert cycle_weight(graph, info.value.cycle) < 0
+    assert info.value.weight == pytest.approx(cycle_weight(graph, info.value.cycle))
+    assert not out.exists()
+
+
+def test_existing_store_is_refused_and_overwritten_on_request(cpu_client, data_dir, tmp_path):
+    graph = mgapsp.read_graph(data_dir / "SiouxFalls_net.tntp")
+    out = tmp_path / "s.zarr"
+    mgapsp.apsp(graph, out=out, client=cpu_client)
+    before = Store.open(out).attrs["created"]
+    with pytest.raises(StoreError, match="already exists"):
+        mgapsp.apsp(graph, out=out, client=cpu_client)
+    mgapsp.apsp(graph, out=out, client=cpu_client, overwrite=True, dtype="float64")
+    assert Store.open(out).job["dtype"] == "float64"
+    assert Store.open(out).attrs["created"] >= before
+    other = tmp_path / "not-a-store"
+    other.mkdir()
+    (other / "precious.txt").write_text("keep me")
+    with pytest.raises(StoreError, match="not an mgapsp store"):
+        mgapsp.apsp(graph, out=other, client=cpu_client, overwrite=True)
+    assert (other / "precious.txt").exists()
+
+
+def test_resume_refuses_other_graph_or_options(cpu_client, data_dir, tmp_path):
+    graph = mgapsp.read_graph(data_dir / "SiouxFalls_net.tntp")
+    out = tmp_path / "r.zarr"
+    mgapsp.apsp(graph, out=out, client=cpu_client, batch_size=8)
+    other = mgapsp.read_graph(data_dir / "SiouxFalls_net.tntp", unweighted=True)
+    with pytest.raises(ResumeMismatchError, match="another graph"):
+        mgapsp.apsp(other, out=out, client=cpu_client, resume=True)
+    with pytest.raises(ResumeMismatchError, match="dtype"):
+        mgapsp.apsp(graph, out=out, client=cpu_client, resume=True, dtype="float64")
+    with pytest.raises(ResumeMismatchError, match="batch_size"):
+        mgapsp.apsp(graph, out=out, client=cpu_client, resume=True, batch_size=4)
+    # Same graph and options: nothing left to do, nothing recomputed.
+    report = run_job(graph, out, cpu_client, resume=True)
+    assert report.batches_run == 0 and report.resumed_batches == 3
+
+
+def test_resume_computes_only_missing_batches(cpu_client, data_dir, tmp_path):
+    graph = mgapsp.read_graph(data_dir / "Anaheim_net.tntp")
+    out = tmp_path / "partial.zarr"
+    full = run_job(graph, out, cpu_client, batch_size=32)
+    assert full.batches_run == 13
+    # Simulate an interruption: forget three batches and blank their rows.
+    store = Store.open(out, mode="r+")
+    done = store.group["batch_done"]
+    mask = done[:]
+    mask[[2, 5, 12]] = 0
+    done[:] = mask
+    dist = store.group["distances"]
+    for b in (2, 5, 12):
+        dist[b * 32:min((b + 1) * 32, graph.n), :] = np.nan
+    report = run_job(graph, out, cpu_client, resume=True)
+    assert report.batches_run == 3 and report.resumed_batches == 10
+    assert verify_store(out, all_rows=True).ok
+
+
+def test_two_workers_share_the_batches(cpu_client, data_dir, tmp_path):
+    graph = mgapsp.read_graph(data_dir / "rome99.gr")
+    report = run_job(graph, tmp_path / "w.zarr", cpu_client, batch_size=64,
+                     sources=graph.vertex_ids[:1024])
+    assert report.batches_run == 16
+    assert len(report.per_worker) == 2, report.per_worker
+
+
+def test_many_to_all_rows_are_the_requested_sources(cpu_client, data_dir, tmp_path):
+    graph = mgapsp.read_graph(data_dir / "rome99.gr")
+    sources = np.array([3353, 1, 17, 17, 2000])  # 1-based ids; a repeat is allowed
+    group = mgapsp.apsp(graph, out=tmp_path / "m.zarr", client=cpu_client, sources=sources,
+                        dtype="float64")
+    ref = scipy_distances(graph, sources - 1)
+    assert_distances_equal(group["distances"][:], ref)
+    np.testing.assert_array_equal(group["source_ids"][:], sources)
