@@ -1,0 +1,237 @@
+"""The GPU backend: batched Bellman-Ford and dense Floyd-Warshall with CuPy.
+
+The graph stays resident on the device: each process keeps a small cache of uploaded
+CSRs keyed by (device, graph fingerprint, dtype), so the batches of one job upload
+the graph once.  Floyd-Warshall computes the whole matrix once per graph, keeps it on
+the device and answers every batch from it.  All kernel work goes through
+:mod:`mgapsp._kernels`; importing this module imports no CuPy.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+
+import numpy as np
+
+from .. import _kernels
+from ..errors import InsufficientMemoryError, UnsupportedError
+from ..graph import Graph
+from .base import ALGORITHMS, Backend, BatchResult
+
+__all__ = ["GPUBackend", "clear_device_cache"]
+
+_LOCK = threading.RLock()
+#: (device, fingerprint, dtype) -> DeviceGraph, most recently used last
+_GRAPHS: "OrderedDict[tuple, _kernels.DeviceGraph]" = OrderedDict()
+_MAX_GRAPHS = 4
+#: (device, fingerprint, dtype) -> (dist, pred or None); one matrix at a time
+_FW: "OrderedDict[tuple, tuple]" = OrderedDict()
+_MAX_FW = 1
+
+
+def clear_device_cache() -> None:
+    """Forget every resident graph and Floyd-Warshall matrix of this process."""
+    with _LOCK:
+        _GRAPHS.clear()
+        _FW.clear()
+
+
+def _float_dtype(dtype) -> np.dtype:
+    dt = np.dtype(dtype)
+    if dt not in (np.dtype(np.float32), np.dtype(np.float64)):
+        raise UnsupportedError(f"the gpu backend computes in float32 or float64, not {dt}")
+    return dt
+
+
+def _csr_bytes(graph: Graph, dtype: np.dtype) -> int:
+    return (graph.n + 1) * 8 + graph.m * 4 + graph.m * dtype.itemsize
+
+
+class GPUBackend(Backend):
+    """Distance blocks on the current CUDA device (one device per process)."""
+
+    name = "gpu"
+    algorithms = ("bellman-ford", "floyd-warshall")
+
+    # -- checks ------------------------------------------------------------------------
+    def _check_algorithm(self, algorithm: str) -> str:
+        if algorithm not in self.algorithms:
+            known = "" if algorithm in ALGORITHMS else f" (known: {', '.join(ALGORITHMS)})"
+            raise UnsupportedError(
+                f"the gpu backend runs {' and '.join(self.algorithms)}, not "
+                f"algorithm={algorithm!r}{known}; use the cpu backend for it"
+            )
+        return algorithm
+
+    @staticmethod
+    def _check_predecessors(dtype: np.dtype, predecessors: bool) -> None:
+        if predecessors and dtype != np.float32:
+            raise UnsupportedError(
+                f"the gpu backend gives predecessors with dtype float32 only, not {dtype}; "
+                "use dtype float32 or the cpu backend"
+            )
+
+    @staticmethod
+    def _check_sources(graph: Graph, sources) -> np.ndarray:
+        src = np.atleast_1d(np.asarray(sources))
+        if src.ndim != 1:
+            raise ValueError(f"sources must be one-dimensional, got shape {src.shape}")
+        if src.size and src.dtype.kind not in "iu":
+            raise ValueError(f"sources must be integers, got dtype {src.dtype}")
+        src = src.astype(np.int64, copy=False)
+        n = graph.n
+        bad = (src < 0) | (src >= n)
+        if bad.any():
+            raise ValueError(
+                f"sources must have 0 <= source < N. Got N={n}, source={int(src[bad][0])}."
+            )
+        return src
+
+    def _ensure_memory(self, graph: Graph, needed: int, what: str, hint: str) -> None:
+        available = self.memory_available()
+        if needed > available:
+            # make room: drop what other graphs keep on this device, then look again
+            with _LOCK:
+                fp = graph.fingerprint
+                for cache in (_FW, _GRAPHS):
+                    for key in [k for k in cache if k[1] != fp]:
+                        del cache[key]
+            _kernels.release_pool()
+            available = self.memory_available()
+        if needed > available:
+            raise InsufficientMemoryError(what, needed, available, hint=hint)
+
+    # -- resident graphs ---------------------------------------------------------------
+    def _resident(self, graph: Graph, dtype: np.dtype) -> bool:
+        with _LOCK:
+            return (_kernels.device_id(), graph.fingerprint, dtype.str) in _GRAPHS
+
+    def _device_graph(self, graph: Graph, dtype: np.dtype) -> "_kernels.DeviceGraph":
+        key = (_kernels.device_id(), graph.fingerprint, dtype.str)
+        with _LOCK:
+            dg = _GRAPHS.get(key)
+            if dg is not None:
+                _GRAPHS.move_to_end(key)
+                return dg
+            dg = _kernels.upload_graph(graph, dtype)
+            _GRAPHS[key] = dg
+            while len(_GRAPHS) > _MAX_GRAPHS:
+                _GRAPHS.popitem(last=False)
+            return dg
+
+    # -- Backend -----------------------------------------------------------------------
+    def potentials(self, graph: Graph) -> np.ndarray:
+        f64 = np.dtype(np.float64)
+        if not graph.has_negative_weights:
+            return np.zeros(graph.n, dtype=np.float64)
+        needed = graph.n * (8 + 8 + 2 + 2 + 8) + min(12 * (graph.n + 1), _kernels.CHECK_BYTES)
+        if not self._resident(graph, f64):
+            needed += _csr_bytes(graph, f64)
+        self._ensure_memory(graph, needed, f"Johnson potentials on {graph.n} vertices",
+                            hint="use the cpu backend")
+        return _kernels.bellman_ford_potentials(self._device_graph(graph, f64))
+
+    def distances(
+        self,
+        graph: Graph,
+        sources: np.ndarray,
+        *,
+        algorithm: str,
+        dtype: np.dtype,
+        predecessors: bool = False,
+        potentials: np.ndarray | None = None,
+    ) -> BatchResult:
+        """Distances from each of ``sources`` (internal indices) to every vertex.
+
+        ``algorithm`` is ``"bellman-ford"`` or ``"floyd-warshall"``; ``dtype`` float32
+        or float64; predecessors need float32.  ``potentials`` is not used (this
+        backend runs no Johnson).
+        """
+        self._check_algorithm(algorithm)
+        dt = _float_dtype(dtype)
+        self._check_predecessors(dt, predecessors)
+        src = self._check_sources(graph, sources)
+        n, B = graph.n, len(src)
+        if B == 0:
+            return BatchResult(
+                distances=np.empty((0, n), dtype=dt),
+                predecessors=np.empty((0, n), dtype=np.int32) if predecessors else None,
+                stats={"algorithm": algorithm, "backend": self.name, "rounds": 0,
+                       "relaxations": 0},
+            )
+        if algorithm == "bellman-ford":
+            return self._bellman_ford(graph, src, dt, predecessors)
+        return self._floyd_warshall(graph, src, dt, predecessors)
+
+    def _bellman_ford(self, graph, src, dt, predecessors) -> BatchResult:
+        B = len(src)
+        needed = self.memory_needed(graph, B, algorithm="bellman-ford", dtype=dt,
+                                    predecessors=predecessors)
+        if self._resident(graph, dt):
+            needed -= _csr_bytes(graph, dt)
+        self._ensure_memory(graph, needed, f"a batch of {B} sources on {graph.n} vertices",
+                            hint="use a smaller --batch-size")
+        dg = self._device_graph(graph, dt)
+        dist, pred, stats = _kernels.bellman_ford_batch(dg, src, dt, predecessors)
+        stats = {"algorithm": "bellman-ford", "backend": self.name, **stats}
+        return BatchResult(distances=_kernels.to_host(dist),
+                           predecessors=_kernels.to_host(pred), stats=stats)
+
+    def _floyd_warshall(self, graph, src, dt, predecessors) -> BatchResult:
+        dev = _kernels.device_id()
+        key = (dev, graph.fingerprint, dt.str)
+        with _LOCK:
+            entry = _FW.get(key)
+            if entry is not None and predecessors and entry[1] is None:
+                entry = None           # cached without predecessors: compute again
+                del _FW[key]
+            cached = entry is not None
+            if entry is None:
+                needed = self.memory_needed(graph, len(src), algorithm="floyd-warshall",
+                                            dtype=dt, predecessors=predecessors)
+                if self._resident(graph, dt):
+                    needed -= _csr_bytes(graph, dt)
+                _FW.clear()            # the old matrix goes before the new one comes
+                self._ensure_memory(
+                    graph, needed, f"the {graph.n} x {graph.n} Floyd-Warshall matrix",
+                    hint="use algorithm bellman-ford or the cpu backend",
+                )
+                dg = self._device_graph(graph, dt)
+                D, P, _ = _kernels.floyd_warshall(dg, dt, predecessors)
+                entry = (D, P)
+                _FW[key] = entry
+                while len(_FW) > _MAX_FW:
+                    _FW.popitem(last=False)
+            D, P = entry
+            dist = _kernels.take_rows(D, src)
+            pred = _kernels.take_rows(P, src) if predecessors else None
+        stats = {"algorithm": "floyd-warshall", "backend": self.name,
+                 "rounds": 0 if cached else graph.n,
+                 "relaxations": 0 if cached else graph.n ** 3, "cached": cached}
+        return BatchResult(distances=dist, predecessors=pred, stats=stats)
+
+    def memory_available(self) -> int:
+        """Free bytes on the current device plus what CuPy's memory pool holds free."""
+        return _kernels.memory_available()
+
+    def memory_needed(self, graph: Graph, batch_size: int, *, algorithm: str,
+                      dtype: np.dtype, predecessors: bool) -> int:
+        """Bytes one batch of ``batch_size`` sources needs on the device, the graph's
+        CSR included (an upper bound)."""
+        self._check_algorithm(algorithm)
+        dt = _float_dtype(dtype)
+        n, B = graph.n, int(batch_size)
+        csr = _csr_bytes(graph, dt)
+        out = dt.itemsize + (4 if predecessors else 0)   # per (source, vertex) output
+        if algorithm == "floyd-warshall":
+            matrix = n * n * dt.itemsize * (3 if predecessors else 2)
+            return csr + matrix + graph.m * 4 + B * n * out + B * 8
+        negative = graph.has_negative_weights
+        per = 8 + 2 + out                                 # state, two flags, output
+        if negative:
+            per += 1                                      # cycle check: active rows
+            if dt == np.float64:
+                per += 8                                  # float64 predecessor words
+        check = min(B * (n + 1) * 12, _kernels.CHECK_BYTES) if negative else 0
+        return csr + B * n * per + n * (2 + 8) + check + B * 8 + 8
