@@ -1,0 +1,68 @@
+"""The GPU pipeline end to end on a real LocalCUDACluster (device machines only)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import mgapsp
+from mgapsp import NegativeCycleError
+from mgapsp.pipeline import run_job
+from mgapsp.verify import verify_store
+
+from conftest import cuda_device_count
+from helpers import assert_distances_equal, cycle_weight, reweighted, scipy_distances
+
+pytestmark = pytest.mark.gpu
+
+
+@pytest.mark.parametrize("name,count", [
+    ("p2p-Gnutella08.txt", 512),
+    ("rome99.gr", 512),
+    ("Austin_net.tntp", 256),
+    ("netscience.mtx", None),
+    ("ftv170.atsp", None),
+])
+def test_gpu_pipeline_equals_scipy(gpu_client, data_dir, tmp_path, name, count):
+    graph = mgapsp.read_graph(data_dir / name)
+    sources = None
+    if count is not None:
+        rng = np.random.default_rng(7)
+        sources = np.sort(rng.choice(graph.vertex_ids, size=count, replace=False))
+    group = mgapsp.apsp(graph, out=tmp_path / "g.zarr", client=gpu_client, sources=sources,
+                        predecessors=True)
+    assert group.attrs["job"]["backend"] == "gpu"
+    idx = None if sources is None else graph.index_of(sources)
+    assert_distances_equal(group["distances"][:], scipy_distances(graph, idx),
+                           dtype="float32")
+    assert verify_store(tmp_path / "g.zarr", all_rows=True).ok
+
+
+def test_gpu_pipeline_negative_weights(gpu_client, data_dir, tmp_path):
+    graph = reweighted(mgapsp.read_graph(data_dir / "p2p-Gnutella08.txt"), seed=5,
+                       spread=10.0)
+    sources = graph.vertex_ids[::25]
+    group = mgapsp.apsp(graph, out=tmp_path / "n.zarr", client=gpu_client,
+                        sources=sources, dtype="float64")
+    assert group.attrs["job"]["algorithm"] == "bellman-ford"
+    assert_distances_equal(group["distances"][:],
+                           scipy_distances(graph, graph.index_of(sources)))
+
+
+def test_gpu_pipeline_negative_cycle(gpu_client, data_dir, tmp_path):
+    graph = mgapsp.read_graph(data_dir / "soc-sign-bitcoinalpha.csv")
+    with pytest.raises(NegativeCycleError) as info:
+        mgapsp.apsp(graph, out=tmp_path / "c.zarr", client=gpu_client)
+    assert cycle_weight(graph, info.value.cycle) < 0
+    assert not (tmp_path / "c.zarr").exists()
+
+
+def test_every_gpu_receives_batches(gpu_client, data_dir, tmp_path):
+    gpus = cuda_device_count()
+    if gpus < 2:
+        pytest.skip("needs two or more GPUs")
+    graph = mgapsp.read_graph(data_dir / "p2p-Gnutella09.txt")
+    report = run_job(graph, tmp_path / "multi.zarr", gpu_client, batch_size=256)
+    assert report.batches_run == report.plan.n_batches
+    assert len(report.per_worker) == gpus, report.per_worker
+    assert verify_store(tmp_path / "multi.zarr", samples=128).ok
