@@ -208,3 +208,14 @@ def _write_sources(tmp_path, ids):
     path = tmp_path / "sources.txt"
     path.write_text("\n".join(str(i) for i in ids) + "\n")
     return path
+
+
+def test_job_too_large_for_memory(data_dir, tmp_path):
+    """Floyd-Warshall on 264,346 vertices needs about a terabyte: refused up front."""
+    out = tmp_path / "huge.zarr"
+    proc = mgapsp_cli("run", data_dir / "NY.pace.gr.gz", "-o", out, "--backend", "cpu",
+                      "--algorithm", "floyd-warshall", "--workers", "1", "--no-dashboard",
+                      check=False)
+    assert_one_line_error(proc, "floyd-warshall on 264346 vertices", "needs", "TiB",
+                          "available")
+    assert not out.exists()
