@@ -27,8 +27,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .errors import NegativeCycleError, UnsupportedError
-from .graph import Graph
+from ..errors import NegativeCycleError, UnsupportedError
+from ..graph import Graph
 
 if TYPE_CHECKING:  # pragma: no cover
     import cupy
@@ -87,7 +87,7 @@ def kernel_source(name: str = KERNEL_FILE) -> str:
             return res.read_text(encoding="utf-8")
     except (FileNotFoundError, NotADirectoryError, ModuleNotFoundError):
         pass
-    path = Path(__file__).resolve().parent.parent / "kernels" / name
+    path = Path(__file__).resolve().parents[2] / "kernels" / name
     try:
         return path.read_text(encoding="utf-8")
     except FileNotFoundError:
@@ -107,25 +107,25 @@ def _cupy():
     return cupy
 
 
-_compile = None
+_compilers: dict = {}
 
 
-def _module():
-    """The compiled RawModule for the current device (compiled once per device)."""
-    global _compile
-    if _compile is None:
+def _module(file: str = KERNEL_FILE):
+    """The compiled RawModule of ``kernels/<file>`` for the current device (compiled
+    once per device and file, at first use)."""
+    if file not in _compilers:
         cupy = _cupy()
 
         @cupy.memoize(for_each_device=True)
         def compile_module():
-            return cupy.RawModule(code=kernel_source(KERNEL_FILE), options=_COMPILE_OPTIONS)
+            return cupy.RawModule(code=kernel_source(file), options=_COMPILE_OPTIONS)
 
-        _compile = compile_module
-    return _compile()
+        _compilers[file] = compile_module
+    return _compilers[file]()
 
 
-def _kernel(name: str):
-    return _module().get_function(name)
+def _kernel(name: str, file: str = KERNEL_FILE):
+    return _module(file).get_function(name)
 
 
 def _blocks(total: int, threads: int = _THREADS) -> int:
@@ -493,44 +493,4 @@ def bellman_ford_potentials(d_graph: DeviceGraph) -> np.ndarray:
     return run.cupy.asnumpy(run.state).astype(np.float64, copy=False)
 
 
-def floyd_warshall(d_graph: DeviceGraph, dtype=None, predecessors: bool = False):
-    """The dense n x n distance matrix by Floyd-Warshall (n in-place pivot steps).
-
-    Returns ``(dist, pred or None, stats)``: cupy arrays of shape (n, n), ``dtype``
-    and int32 (-1 = none; ``pred[i, j]`` is the vertex before ``j`` on a shortest
-    path from ``i``).  Meant for small dense graphs.  Raises
-    :class:`NegativeCycleError` (found by Bellman-Ford in float64) on a negative cycle.
-    """
-    cupy = _cupy()
-    dt = d_graph.dtype if dtype is None else _as_dtype(dtype)
-    if dt != d_graph.dtype:
-        raise ValueError(f"d_graph holds {d_graph.dtype} weights, dtype={dt} was asked")
-    graph = d_graph.graph
-    n = d_graph.n
-    D = cupy.full((n, n), np.inf, dtype=dt)
-    rows = cupy.asarray(graph.sources_of_edges)
-    D[rows, d_graph.indices] = d_graph.weights
-    diag = cupy.arange(n)
-    D[diag, diag] = cupy.minimum(D[diag, diag], 0)
-    P = None
-    if predecessors:
-        P = cupy.full((n, n), -1, dtype=cupy.int32)
-        P[rows, d_graph.indices] = rows
-        P[diag, diag] = cupy.where(D[diag, diag] < 0, diag, -1).astype(cupy.int32)
-    del rows
-    kern = _kernel("fw_step_f32" if dt == np.float32 else "fw_step_f64")
-    grid = (_blocks(n, 32), _blocks(n, 8))
-    block = (32, 8)
-    Pk = P if P is not None else cupy.empty(1, dtype=cupy.int32)
-    flag = np.int32(P is not None)
-    nn = np.int64(n)
-    for k in range(n):
-        kern(grid, block, (D, Pk, flag, nn, np.int64(k)))
-    if bool((D.diagonal() < 0).any()):
-        g64 = d_graph if dt == np.float64 else upload_graph(graph, np.float64)
-        bellman_ford_potentials(g64)  # raises NegativeCycleError with a cycle
-        raise UnsupportedError(
-            f"with its weights rounded to {dt}, graph {graph.name!r} has a negative "
-            "cycle that its float64 weights do not have; use dtype float64"
-        )
-    return D, P, {"rounds": n, "relaxations": n ** 3}
+from .fw import floyd_warshall  # noqa: E402  (uses the helpers above)
