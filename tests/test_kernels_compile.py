@@ -85,7 +85,9 @@ def _module_level_imports(node):
         yield from _module_level_imports(child)
 
 
-@pytest.mark.parametrize("module", ["mgapsp/_kernels.py", "mgapsp/backends/gpu.py"])
+@pytest.mark.parametrize("module", sorted(
+    str(p.relative_to(REPO)) for p in (REPO / "mgapsp" / "_kernels").glob("*.py"))
+    + ["mgapsp/backends/gpu.py"])
 def test_no_cupy_at_import(module: str):
     """CuPy is imported inside functions only: importing creates no CUDA context."""
     tree = ast.parse((REPO / module).read_text(encoding="utf-8"))
