@@ -24,7 +24,8 @@ def resolve_backend(backend: str) -> str:
 
 
 def apsp(graph, *, out=None, algorithm: str = "auto", backend: str = "auto",
-         dtype: str = "float32", sources=None, batch_size: int | None = None,
+         dtype: str = "float32", sources=None, targets=None,
+         batch_size: int | None = None,
          predecessors: bool = False, client=None, resume: bool = False,
          overwrite: bool = False, directed: bool | None = None,
          unweighted: bool = False):
@@ -45,6 +46,8 @@ def apsp(graph, *, out=None, algorithm: str = "auto", backend: str = "auto",
     dtype : {"float32", "float64"}
     sources : array of vertex ids, optional
         Rows to compute, as ids in the input (``None``: every vertex).
+    targets : array of vertex ids, optional
+        Columns to keep (``None``: every vertex); many-to-many distances.
     batch_size : int, optional
         Sources per batch; chosen from the graph and the device memory when omitted.
     predecessors : bool
@@ -56,7 +59,8 @@ def apsp(graph, *, out=None, algorithm: str = "auto", backend: str = "auto",
 
     Returns
     -------
-    zarr.Group, or ndarray of shape (len(sources), n) (a pair with predecessors)
+    zarr.Group, or ndarray of shape (len(sources), len(targets)) (a pair with
+    predecessors)
 
     Raises
     ------
@@ -66,7 +70,7 @@ def apsp(graph, *, out=None, algorithm: str = "auto", backend: str = "auto",
         Bad input, an impossible option, or a store that would be overwritten.
     """
     g = as_graph(graph, directed=directed, unweighted=unweighted)
-    options = dict(algorithm=algorithm, dtype=dtype, sources=sources,
+    options = dict(algorithm=algorithm, dtype=dtype, sources=sources, targets=targets,
                    batch_size=batch_size, predecessors=predecessors)
     if out is None and client is None:
         return _in_process(g, backend=resolve_backend(backend), **options)
@@ -93,21 +97,22 @@ def apsp(graph, *, out=None, algorithm: str = "auto", backend: str = "auto",
     return Store.open(out).group
 
 
-def _in_process(graph: Graph, *, backend, algorithm, dtype, sources, batch_size,
+def _in_process(graph: Graph, *, backend, algorithm, dtype, sources, targets, batch_size,
                 predecessors):
     impl = get_backend(backend)
     plan = plan_job(graph, algorithm=algorithm, backend=backend, dtype=dtype,
                     sources=sources, batch_size=batch_size, predecessors=predecessors,
-                    n_workers=1, memory=impl.memory_available())
+                    n_workers=1, memory=impl.memory_available(), targets=targets)
     potentials = impl.potentials(graph) if graph.has_negative_weights else None
-    dist = np.empty((plan.n_sources, graph.n), dtype=plan.dtype)
+    dist = np.empty((plan.n_sources, plan.n_targets(graph.n)), dtype=plan.dtype)
     pred = np.empty((plan.n_sources, graph.n), dtype=np.int32) if predecessors else None
     for b in range(plan.n_batches):
         start, stop = plan.rows(b)
         res = impl.distances(graph, plan.sources[start:stop], algorithm=plan.algorithm,
                              dtype=np.dtype(plan.dtype), predecessors=predecessors,
                              potentials=potentials)
-        dist[start:stop] = res.distances
+        dist[start:stop] = (res.distances if plan.targets is None
+                            else res.distances[:, plan.targets])
         if predecessors:
             pred[start:stop] = res.predecessors
     return (dist, pred) if predecessors else dist

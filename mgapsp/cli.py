@@ -54,6 +54,8 @@ def main():
               help="Sources per batch (default: from the graph and device memory).")
 @click.option("--sources", "sources_file", type=click.Path(dir_okay=False), default=None,
               help="File of source vertex ids (whitespace or comma separated).")
+@click.option("--targets", "targets_file", type=click.Path(dir_okay=False), default=None,
+              help="File of target vertex ids: keep only these columns (many-to-many).")
 @click.option("--predecessors", is_flag=True, help="Also store shortest-path predecessors.")
 @click.option("--resume", is_flag=True, help="Continue an interrupted store.")
 @click.option("--overwrite", is_flag=True, help="Replace an existing store.")
@@ -65,7 +67,7 @@ def main():
 @click.option("--no-dashboard", is_flag=True, help="Do not start the Dask dashboard.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar.")
 def run(graph, out, fmt, directed, unweighted, weight_column, algorithm, backend, dtype,
-        batch_size, sources_file, predecessors, resume, overwrite, scheduler,
+        batch_size, sources_file, targets_file, predecessors, resume, overwrite, scheduler,
         scheduler_file, workers, no_dashboard, quiet):
     """Compute shortest-path distances from every source of GRAPH into a Zarr store."""
     from .api import resolve_backend
@@ -82,7 +84,8 @@ def run(graph, out, fmt, directed, unweighted, weight_column, algorithm, backend
     g = read_graph(graph, format=fmt, directed=directed, unweighted=unweighted,
                    weight_column=weight_column)
     t_read = time.perf_counter() - t0
-    sources = read_sources(sources_file, g) if sources_file else None
+    sources = read_ids(sources_file, g, "source") if sources_file else None
+    targets = read_ids(targets_file, g, "target") if targets_file else None
     attached = bool(scheduler or scheduler_file)
     if not attached:
         backend = resolve_backend(backend)
@@ -104,7 +107,8 @@ def run(graph, out, fmt, directed, unweighted, weight_column, algorithm, backend
         if client.dashboard_link and not no_dashboard:
             click.echo(f"  dashboard: {client.dashboard_link}")
         report = run_job(g, out, client, algorithm=algorithm, backend=backend, dtype=dtype,
-                         sources=sources, batch_size=batch_size, predecessors=predecessors,
+                         sources=sources, targets=targets, batch_size=batch_size,
+                         predecessors=predecessors,
                          resume=resume, overwrite=overwrite, on_start=on_start,
                          on_progress=lambda r, done, total: bar.update(done, r))
         n_workers = len(client.scheduler_info()["workers"])
@@ -130,7 +134,7 @@ def _summary(out, report, n_workers, size):
                f"reachable, farthest at {finite.max():g}")
 
 
-def read_sources(path, graph) -> np.ndarray:
+def read_ids(path, graph, what: str = "source") -> np.ndarray:
     """Parse a file of vertex ids; errors name the line and the value."""
     ids = []
     lines = []
@@ -141,14 +145,14 @@ def read_sources(path, graph) -> np.ndarray:
                 try:
                     ids.append(int(tok))
                 except ValueError:
-                    raise GraphFormatError(f"source id {tok!r} is not an integer",
+                    raise GraphFormatError(f"{what} id {tok!r} is not an integer",
                                            path, lineno) from None
                 lines.append(lineno)
     if not ids:
-        raise GraphFormatError("no source ids in the file", path)
+        raise GraphFormatError(f"no {what} ids in the file", path)
     ids = np.array(ids, dtype=np.int64)
     try:
-        graph.index_of(ids, what="source")
+        graph.index_of(ids, what=what)
     except GraphFormatError:
         known = set(graph.vertex_ids.tolist()) if graph.id_base not in (0, 1) else None
         for vid, lineno in zip(ids, lines):
@@ -156,7 +160,7 @@ def read_sources(path, graph) -> np.ndarray:
                 graph.id_base <= vid < graph.n + graph.id_base)
             if not ok:
                 raise GraphFormatError(
-                    f"source id {vid} is not a vertex of {graph.name or 'the graph'} "
+                    f"{what} id {vid} is not a vertex of {graph.name or 'the graph'} "
                     f"(ids {int(graph.vertex_ids[0])}..{int(graph.vertex_ids[-1])})",
                     path, lineno) from None
         raise
@@ -179,7 +183,7 @@ def info(store):
                f"{'weighted' if g['weighted'] else 'unweighted'}, min weight "
                f"{g['min_weight']:g}, fingerprint {a['fingerprint']}")
     click.echo(f"job: {j['algorithm']} on {j['backend']}, {j['dtype']}, {j['n_sources']:,} "
-               f"sources, batches of {j['batch_size']}"
+               f"sources x {j['n_targets']:,} targets, batches of {j['batch_size']}"
                + (", predecessors" if j["predecessors"] else ""))
     state = "complete" if p["complete"] else "incomplete"
     click.echo(f"progress: {p['rows_done']:,}/{p['n_rows']:,} rows, "
@@ -239,7 +243,7 @@ def path(store, u, v):
     target = np.flatnonzero(graph_ids == v)
     if len(target) == 0:
         raise MgapspError(f"{v} is not a vertex of {store}")
-    t = int(target[0])
+    t = int(target[0])  # predecessors store every target, so column == vertex index
     dist = float(s.group["distances"][row, t])
     if not np.isfinite(dist):
         click.echo(f"no path from {u} to {v}")

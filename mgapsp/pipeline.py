@@ -67,7 +67,8 @@ def _job_inputs(store_path: str, fingerprint: str):
             raise MgapspError(f"{store_path}: stored graph does not match the job's "
                               f"fingerprint {fingerprint}")
         _JOBS.clear()  # one job per worker at a time; free the last one's graph
-        _JOBS[key] = (store, graph, store.potentials(), store.source_index())
+        _JOBS[key] = (store, graph, store.potentials(), store.source_index(),
+                      store.target_index())
     return _JOBS[key]
 
 
@@ -75,10 +76,12 @@ def run_batch(store_path: str, fingerprint: str, batch: int, start: int, stop: i
               backend: str, algorithm: str, dtype: str, predecessors: bool) -> dict:
     """Worker task: compute rows ``start:stop`` of the store and write them."""
     t0 = time.perf_counter()
-    store, graph, potentials, sources = _job_inputs(store_path, fingerprint)
+    store, graph, potentials, sources, targets = _job_inputs(store_path, fingerprint)
     result = get_backend(backend).distances(
         graph, sources[start:stop], algorithm=algorithm, dtype=np.dtype(dtype),
         predecessors=predecessors, potentials=potentials)
+    if targets is not None:
+        result.distances = result.distances[:, targets]
     t1 = time.perf_counter()
     store.write_block(start, result.distances, result.predecessors)
     t2 = time.perf_counter()
@@ -133,7 +136,7 @@ class JobReport:
 
 def plan_job(graph: Graph, *, algorithm: str, backend: str, dtype: str, sources,
              batch_size: int | None, predecessors: bool, n_workers: int,
-             memory: int) -> JobPlan:
+             memory: int, targets=None) -> JobPlan:
     """Resolve every choice of a job; raises before anything is written."""
     if str(dtype) not in DTYPES:
         raise MgapspError(f"unknown dtype {dtype!r}; choose float32 or float64")
@@ -142,6 +145,13 @@ def plan_job(graph: Graph, *, algorithm: str, backend: str, dtype: str, sources,
                else graph.index_of(sources, what="source"))
     if len(sources) == 0:
         raise MgapspError("no sources given")
+    if targets is not None:
+        targets = graph.index_of(targets, what="target")
+        if len(targets) == 0:
+            raise MgapspError("no targets given")
+        if predecessors:
+            raise MgapspError("predecessors need every target (a path runs through other "
+                              "vertices); drop --targets or --predecessors")
     algorithm = choose_algorithm(graph, algorithm, backend, len(sources),
                                  backend_algorithms(backend))
     impl = get_backend(backend) if backend == "cpu" else _gpu_sizer()
@@ -165,7 +175,9 @@ def plan_job(graph: Graph, *, algorithm: str, backend: str, dtype: str, sources,
             "use a smaller --batch-size" if batch_size > 1 else "")
     return JobPlan(algorithm=algorithm, backend=backend, dtype=dtype,
                    batch_size=batch_size, sources=sources, predecessors=predecessors,
-                   col_chunk=column_chunk(graph.n, batch_size))
+                   col_chunk=column_chunk(graph.n if targets is None else len(targets),
+                                          batch_size),
+                   targets=targets)
 
 
 def _gpu_sizer():
@@ -176,7 +188,8 @@ def _gpu_sizer():
 
 
 def run_job(graph: Graph, out, client, *, algorithm: str = "auto", backend: str = "auto",
-            dtype: str = "float32", sources=None, batch_size: int | None = None,
+            dtype: str = "float32", sources=None, targets=None,
+            batch_size: int | None = None,
             predecessors: bool = False, resume: bool = False, overwrite: bool = False,
             on_start: Callable[[JobReport], None] | None = None,
             on_progress: Callable[[JobReport, int, int], None] | None = None) -> JobReport:
@@ -207,7 +220,7 @@ def run_job(graph: Graph, out, client, *, algorithm: str = "auto", backend: str 
             batch_size = job["batch_size"]
     plan = plan_job(graph, algorithm=algorithm, backend=backend, dtype=dtype,
                     sources=sources, batch_size=batch_size, predecessors=predecessors,
-                    n_workers=len(workers), memory=memory)
+                    n_workers=len(workers), memory=memory, targets=targets)
     if existing:
         store.check_resume(graph, plan)
     elif os.path.exists(out) and not overwrite:

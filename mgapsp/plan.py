@@ -38,6 +38,10 @@ class JobPlan:
     sources: np.ndarray  # internal indices, one per output row
     predecessors: bool
     col_chunk: int
+    targets: np.ndarray | None = None  # internal indices of the columns; None = all
+
+    def n_targets(self, n: int) -> int:
+        return n if self.targets is None else len(self.targets)
 
     @property
     def n_sources(self) -> int:

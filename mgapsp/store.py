@@ -5,8 +5,9 @@ Layout (see the README)::
     STORE/
       distances      (sources, n)  float32|float64, NaN = not computed, inf = unreachable
       predecessors   (sources, n)  int32, -1 = none            [with --predecessors]
-      vertex_ids     (n,)          int64, input id of every column
+      target_ids     (targets,)    int64, input id of every column
       source_ids     (sources,)    int64, input id of every row
+      vertex_ids     (n,)          int64, input id of every vertex of the graph
       batch_done     (batches,)    uint8, 1 once a batch is written
       graph/indptr, graph/indices, graph/weights   the canonical CSR (workers load it)
       graph/potentials                             Johnson potentials, when used
@@ -98,7 +99,7 @@ class Store:
                                  "refusing to delete it")
             shutil.rmtree(path) if os.path.isdir(path) else os.remove(path)
         group = zarr.open_group(path, mode="w-")
-        n, s = graph.n, plan.n_sources
+        n, s = plan.n_targets(graph.n), plan.n_sources
         chunks = (plan.batch_size, plan.col_chunk)
         group.create_array("distances", shape=(s, n), chunks=chunks, dtype=plan.dtype,
                            fill_value=np.nan, compressors=_COMPRESSOR,
@@ -107,9 +108,12 @@ class Store:
             group.create_array("predecessors", shape=(s, n), chunks=chunks, dtype="int32",
                                fill_value=-1, compressors=_COMPRESSOR,
                                dimension_names=("source", "target"))
-        _write_array(group, "vertex_ids", graph.vertex_ids, ("target",))
+        targets = np.arange(graph.n) if plan.targets is None else plan.targets
+        _write_array(group, "vertex_ids", graph.vertex_ids, ("vertex",))
         _write_array(group, "source_ids", graph.vertex_ids[plan.sources], ("source",))
         _write_array(group, "source_index", plan.sources.astype(np.int64), ("source",))
+        _write_array(group, "target_ids", graph.vertex_ids[targets], ("target",))
+        _write_array(group, "target_index", targets.astype(np.int64), ("target",))
         group.create_array("batch_done", shape=(plan.n_batches,), dtype="uint8",
                            chunks=(max(plan.n_batches, 1),), fill_value=0,
                            dimension_names=("batch",))
@@ -128,7 +132,8 @@ class Store:
             "job": {"algorithm": plan.algorithm, "backend": plan.backend,
                     "dtype": plan.dtype, "batch_size": plan.batch_size,
                     "n_batches": plan.n_batches, "n_sources": plan.n_sources,
-                    "predecessors": plan.predecessors, "col_chunk": plan.col_chunk},
+                    "predecessors": plan.predecessors, "col_chunk": plan.col_chunk,
+                    "n_targets": int(n), "all_targets": plan.targets is None},
             "versions": package_versions(),
             "created": _now(),
             "progress": {"batches_done": 0, "n_batches": plan.n_batches,
@@ -165,12 +170,16 @@ class Store:
     def source_index(self) -> np.ndarray:
         return self.group["source_index"][:]
 
+    def target_index(self) -> np.ndarray | None:
+        """Internal indices of the columns; None when every vertex is a column."""
+        return None if self.job["all_targets"] else self.group["target_index"][:]
+
     def plan(self) -> JobPlan:
         job = self.job
         return JobPlan(algorithm=job["algorithm"], backend=job["backend"],
                        dtype=job["dtype"], batch_size=job["batch_size"],
                        sources=self.source_index(), predecessors=job["predecessors"],
-                       col_chunk=job["col_chunk"])
+                       col_chunk=job["col_chunk"], targets=self.target_index())
 
     def done_mask(self) -> np.ndarray:
         return self.group["batch_done"][:].astype(bool)
@@ -191,6 +200,11 @@ class Store:
                     f"{key}={getattr(plan, key)!r}; use --overwrite to start again")
         if not np.array_equal(self.source_index(), plan.sources):
             raise ResumeMismatchError(f"{self.path} was started with other sources; "
+                                      "use --overwrite to start again")
+        mine, theirs = self.target_index(), plan.targets
+        if (mine is None) != (theirs is None) or (
+                mine is not None and not np.array_equal(mine, theirs)):
+            raise ResumeMismatchError(f"{self.path} was started with other targets; "
                                       "use --overwrite to start again")
 
     # -- writing (workers: blocks; client: progress) -------------------------

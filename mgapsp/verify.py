@@ -67,6 +67,8 @@ def verify_store(path, *, samples: int | None = 64, all_rows: bool = False,
         sel = rows[lo:lo + chunk]
         src = plan.sources[sel]
         ref = csgraph.shortest_path(csr, method=method, directed=True, indices=src)
+        if plan.targets is not None:
+            ref = ref[:, plan.targets]
         got = dist_arr.get_orthogonal_selection((sel, slice(None))).astype(np.float64)
         inf_ok = np.isinf(got) == np.isinf(ref)
         fin = np.isfinite(ref) & inf_ok

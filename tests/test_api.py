@@ -181,3 +181,15 @@ def test_dijkstra_refuses_negative_weights():
 def test_bad_in_memory_graphs(bad, match):
     with pytest.raises(MgapspError, match=match):
         mgapsp.apsp(bad, backend="cpu")
+
+
+def test_targets_in_process(data_dir):
+    graph = mgapsp.read_graph(data_dir / "rome99.gr")
+    got = mgapsp.apsp(graph, backend="cpu", sources=[5, 1, 9], targets=[3353, 2, 2],
+                      dtype="float64")
+    ref = scipy_distances(graph, [4, 0, 8])[:, [3352, 1, 1]]
+    assert_distances_equal(got, ref)
+    with pytest.raises(MgapspError, match="predecessors need every target"):
+        mgapsp.apsp(graph, backend="cpu", targets=[1], predecessors=True)
+    with pytest.raises(MgapspError, match="unknown target id 0"):
+        mgapsp.apsp(graph, backend="cpu", targets=[0])

@@ -219,3 +219,23 @@ def test_job_too_large_for_memory(data_dir, tmp_path):
     assert_one_line_error(proc, "floyd-warshall on 264346 vertices", "needs", "TiB",
                           "available")
     assert not out.exists()
+
+
+def test_sources_and_targets_files(data_dir, tmp_path):
+    src = tmp_path / "src.txt"
+    src.write_text("1, 2\n24\n")
+    dst = tmp_path / "dst.txt"
+    dst.write_text("# origins to these zones\n5\n6 7\n")
+    out = tmp_path / "od.zarr"
+    mgapsp_cli("run", data_dir / "SiouxFalls_net.tntp", "-o", out, "--backend", "cpu",
+               "--workers", "1", "--no-dashboard", "-q", "--sources", src, "--targets", dst,
+               "--dtype", "float64")
+    graph = mgapsp.read_graph(data_dir / "SiouxFalls_net.tntp")
+    ref = scipy_distances(graph, [0, 1, 23])[:, [4, 5, 6]]
+    assert_distances_equal(zarr.open_group(out)["distances"][:], ref)
+    assert "3 sources x 3 targets" in mgapsp_cli("info", out).stdout
+    bad = tmp_path / "bad.txt"
+    bad.write_text("5\nseven\n")
+    proc = mgapsp_cli("run", data_dir / "SiouxFalls_net.tntp", "-o", tmp_path / "x.zarr",
+                      "--targets", bad, check=False)
+    assert_one_line_error(proc, "bad.txt:2", "target id 'seven'")

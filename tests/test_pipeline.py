@@ -179,3 +179,27 @@ def test_many_to_all_rows_are_the_requested_sources(cpu_client, data_dir, tmp_pa
     ref = scipy_distances(graph, sources - 1)
     assert_distances_equal(group["distances"][:], ref)
     np.testing.assert_array_equal(group["source_ids"][:], sources)
+
+
+def test_many_to_many_targets(cpu_client, data_dir, tmp_path):
+    graph = mgapsp.read_graph(data_dir / "Austin_net.tntp")
+    rng = np.random.default_rng(11)
+    sources = rng.choice(graph.vertex_ids, size=300, replace=False)
+    targets = rng.choice(graph.vertex_ids, size=57, replace=False)
+    out = tmp_path / "od.zarr"
+    group = mgapsp.apsp(graph, out=out, client=cpu_client, sources=sources,
+                        targets=targets, dtype="float64", batch_size=64)
+    assert group["distances"].shape == (300, 57)
+    ref = scipy_distances(graph, graph.index_of(sources))[:, graph.index_of(targets)]
+    assert_distances_equal(group["distances"][:], ref)
+    np.testing.assert_array_equal(group["target_ids"][:], targets)
+    np.testing.assert_array_equal(group["source_ids"][:], sources)
+    assert group["vertex_ids"].shape == (graph.n,)
+    assert verify_store(out, all_rows=True).ok
+    with pytest.raises(ResumeMismatchError, match="targets"):
+        mgapsp.apsp(graph, out=out, client=cpu_client, sources=sources,
+                    targets=targets[:10], dtype="float64", batch_size=64, resume=True)
+    xr = pytest.importorskip("xarray")
+    ds = xr.open_zarr(out, consolidated=False)
+    assert ds["distances"].dims == ("source", "target")
+    assert ds["target_ids"].shape == (57,)
