@@ -6,6 +6,7 @@ errors, as click does); no traceback.
 
 from __future__ import annotations
 
+import contextlib
 import sys
 import time
 
@@ -65,10 +66,12 @@ def main():
 @click.option("--workers", type=click.IntRange(min=1), default=None,
               help="Workers of the embedded cluster (default: one per GPU or core).")
 @click.option("--no-dashboard", is_flag=True, help="Do not start the Dask dashboard.")
+@click.option("--performance-report", type=click.Path(dir_okay=False), default=None,
+              help="Save Dask's performance report of the job to this HTML file.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar.")
 def run(graph, out, fmt, directed, unweighted, weight_column, algorithm, backend, dtype,
         batch_size, sources_file, targets_file, predecessors, resume, overwrite, scheduler,
-        scheduler_file, workers, no_dashboard, quiet):
+        scheduler_file, workers, no_dashboard, performance_report, quiet):
     """Compute shortest-path distances from every source of GRAPH into a Zarr store."""
     from .api import resolve_backend
     from .cluster import connect
@@ -106,14 +109,23 @@ def run(graph, out, fmt, directed, unweighted, weight_column, algorithm, backend
                  n_workers=workers, dashboard=not no_dashboard) as client:
         if client.dashboard_link and not no_dashboard:
             click.echo(f"  dashboard: {client.dashboard_link}")
-        report = run_job(g, out, client, algorithm=algorithm, backend=backend, dtype=dtype,
-                         sources=sources, targets=targets, batch_size=batch_size,
-                         predecessors=predecessors,
-                         resume=resume, overwrite=overwrite, on_start=on_start,
-                         on_progress=lambda r, done, total: bar.update(done, r))
+        with _maybe_performance_report(performance_report):
+            report = run_job(g, out, client, algorithm=algorithm, backend=backend,
+                             dtype=dtype, sources=sources, targets=targets,
+                             batch_size=batch_size, predecessors=predecessors,
+                             resume=resume, overwrite=overwrite, on_start=on_start,
+                             on_progress=lambda r, done, total: bar.update(done, r))
         n_workers = len(client.scheduler_info()["workers"])
     bar.finish()
     _summary(out, report, n_workers, store_size(out))
+
+
+def _maybe_performance_report(path):
+    if not path:
+        return contextlib.nullcontext()
+    from distributed import performance_report
+
+    return performance_report(filename=str(path))
 
 
 def _summary(out, report, n_workers, size):

@@ -239,3 +239,11 @@ def test_sources_and_targets_files(data_dir, tmp_path):
     proc = mgapsp_cli("run", data_dir / "SiouxFalls_net.tntp", "-o", tmp_path / "x.zarr",
                       "--targets", bad, check=False)
     assert_one_line_error(proc, "bad.txt:2", "target id 'seven'")
+
+
+def test_performance_report(data_dir, tmp_path):
+    report = tmp_path / "perf.html"
+    mgapsp_cli("run", data_dir / "rome99.gr", "-o", tmp_path / "p.zarr", "--backend", "cpu",
+               "--workers", "2", "--batch-size", "256", "-q", "--performance-report", report)
+    html = report.read_text()
+    assert "apsp-batch" in html and "<html" in html.lower()
