@@ -3,7 +3,8 @@
 # then wait; Ctrl-C (or SIGTERM) stops them all.  mgapsp attaches with
 #     mgapsp run GRAPH -o STORE --scheduler-file FILE
 #
-# Usage: cluster/start-cluster.sh [-f SCHEDULER_FILE] [-n WORKERS] [-H HOST] [-p PORT] [--cpu]
+# Usage: cluster/start-cluster.sh [-f SCHEDULER_FILE] [-n WORKERS] [-H HOST] [-p PORT]
+#                                 [--cpu] [--tls DIR]
 #   -f FILE   scheduler file to write (default: ./scheduler.json)
 #   -n N      workers: GPUs to use with dask-cuda (default: every visible GPU), or
 #             single-threaded CPU worker processes (default: one per core)
@@ -11,10 +12,14 @@
 #             on a real cluster, where the scheduler file lives on a shared disk)
 #   -p PORT   scheduler port (default: 0 = any free port)
 #   --cpu     plain `dask worker` processes even where GPUs exist
+#   --tls DIR encrypt and authenticate every connection with DIR/ca.pem, cert.pem
+#             and key.pem (made by cluster/make-tls.sh when missing); clients then
+#             need the same files: mgapsp run --tls-ca-file DIR/ca.pem
+#             --tls-cert DIR/cert.pem --tls-key DIR/key.pem
 # Workers need mgapsp installed and the output store on a disk they all see.
 set -euo pipefail
 
-file=./scheduler.json; nworkers=""; host=127.0.0.1; port=0; force_cpu=0
+file=./scheduler.json; nworkers=""; host=127.0.0.1; port=0; force_cpu=0; tls=""
 while [ $# -gt 0 ]; do
   case "$1" in
     -f) file=$2; shift 2 ;;
@@ -22,7 +27,8 @@ while [ $# -gt 0 ]; do
     -H) host=$2; shift 2 ;;
     -p) port=$2; shift 2 ;;
     --cpu) force_cpu=1; shift ;;
-    -h|--help) sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --tls) tls=$2; shift 2 ;;
+    -h|--help) sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "error: unknown option $1 (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -31,6 +37,14 @@ gpus=0
 if [ "$force_cpu" = 0 ] && command -v nvidia-smi >/dev/null 2>&1; then
   gpus=$(nvidia-smi --list-gpus 2>/dev/null | wc -l || echo 0)
 fi
+
+security=()
+if [ -n "$tls" ]; then
+  bash "$(dirname "$0")/make-tls.sh" "$tls" localhost "$host" >/dev/null
+  security=(--tls-ca-file "$tls/ca.pem" --tls-cert "$tls/cert.pem" --tls-key "$tls/key.pem")
+  export DASK_DISTRIBUTED__COMM__REQUIRE_ENCRYPTION=True
+fi
+proto=$([ -n "$tls" ] && echo tls || echo tcp)
 
 pids=()
 cleanup() {
@@ -42,7 +56,7 @@ trap cleanup INT TERM EXIT
 
 rm -f "$file"
 dask scheduler --scheduler-file "$file" --host "$host" --port "$port" \
-  --dashboard-address "$host:0" &
+  --protocol "$proto" "${security[@]}" --dashboard-address "$host:0" &
 pids+=($!)
 for _ in $(seq 100); do [ -s "$file" ] && break; sleep 0.2; done
 [ -s "$file" ] || { echo "error: the scheduler did not write $file" >&2; exit 1; }
@@ -52,13 +66,13 @@ if [ "$gpus" -gt 0 ]; then
     export CUDA_VISIBLE_DEVICES=$(seq -s, 0 $((nworkers - 1)))
   fi
   # dask-cuda starts one worker per visible GPU, each pinned to its device.
-  dask cuda worker --scheduler-file "$file" --host "$host" &
+  dask cuda worker --scheduler-file "$file" --host "$host" "${security[@]}" &
   pids+=($!)
   echo "started a scheduler and dask-cuda workers on ${CUDA_VISIBLE_DEVICES:-all $gpus GPUs}"
 else
   nworkers=${nworkers:-$(nproc)}
   dask worker --scheduler-file "$file" --host "$host" --nworkers "$nworkers" \
-    --nthreads 1 &
+    --nthreads 1 --protocol "$proto" "${security[@]}" &
   pids+=($!)
   echo "started a scheduler and $nworkers CPU workers"
 fi

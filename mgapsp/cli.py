@@ -63,6 +63,12 @@ def main():
 @click.option("--scheduler", default=None, help="Address of a running Dask scheduler.")
 @click.option("--scheduler-file", default=None, type=click.Path(dir_okay=False),
               help="Scheduler file of a running Dask cluster.")
+@click.option("--tls-ca-file", type=click.Path(exists=True, dir_okay=False), default=None,
+              help="CA certificate of a TLS cluster (with --tls-cert and --tls-key).")
+@click.option("--tls-cert", type=click.Path(exists=True, dir_okay=False), default=None,
+              help="Client certificate for a TLS cluster.")
+@click.option("--tls-key", type=click.Path(exists=True, dir_okay=False), default=None,
+              help="Client private key for a TLS cluster.")
 @click.option("--workers", type=click.IntRange(min=1), default=None,
               help="Workers of the embedded cluster (default: one per GPU or core).")
 @click.option("--no-dashboard", is_flag=True, help="Do not start the Dask dashboard.")
@@ -71,10 +77,11 @@ def main():
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar.")
 def run(graph, out, fmt, directed, unweighted, weight_column, algorithm, backend, dtype,
         batch_size, sources_file, targets_file, predecessors, resume, overwrite, scheduler,
-        scheduler_file, workers, no_dashboard, performance_report, quiet):
+        scheduler_file, tls_ca_file, tls_cert, tls_key, workers, no_dashboard,
+        performance_report, quiet):
     """Compute shortest-path distances from every source of GRAPH into a Zarr store."""
     from .api import resolve_backend
-    from .cluster import connect
+    from .cluster import connect, tls_security
     from .io import read_graph
     from .pipeline import run_job
     from .store import store_size
@@ -89,7 +96,11 @@ def run(graph, out, fmt, directed, unweighted, weight_column, algorithm, backend
     t_read = time.perf_counter() - t0
     sources = read_ids(sources_file, g, "source") if sources_file else None
     targets = read_ids(targets_file, g, "target") if targets_file else None
+    security = tls_security(tls_ca_file, tls_cert, tls_key)
     attached = bool(scheduler or scheduler_file)
+    if security is not None and not attached:
+        raise MgapspError("TLS options attach to a running cluster: give --scheduler or "
+                          "--scheduler-file too")
     if not attached:
         backend = resolve_backend(backend)
     bar = _Progress(enabled=not quiet)
@@ -106,7 +117,8 @@ def run(graph, out, fmt, directed, unweighted, weight_column, algorithm, backend
         bar.start(p.n_sources)
 
     with connect(scheduler=scheduler, scheduler_file=scheduler_file, backend=backend,
-                 n_workers=workers, dashboard=not no_dashboard) as client:
+                 n_workers=workers, dashboard=not no_dashboard,
+                 security=security) as client:
         if client.dashboard_link and not no_dashboard:
             click.echo(f"  dashboard: {client.dashboard_link}")
         with _maybe_performance_report(performance_report):

@@ -8,6 +8,7 @@ one per core (SciPy's kernels hold the GIL).  Dashboards bind to 127.0.0.1.
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
 import os
 import warnings
@@ -49,17 +50,37 @@ def gpu_count() -> int:
         return 0
 
 
+def tls_security(ca_file: str | None, cert: str | None, key: str | None):
+    """``distributed.Security`` for a TLS cluster, or None when no file is given."""
+    if not (ca_file or cert or key):
+        return None
+    missing = [name for name, v in (("--tls-ca-file", ca_file), ("--tls-cert", cert),
+                                     ("--tls-key", key)) if not v]
+    if missing:
+        from .errors import MgapspError
+
+        raise MgapspError(f"TLS needs a CA file, a certificate and a key; missing "
+                          f"{', '.join(missing)}")
+    from distributed import Security
+
+    return Security(tls_ca_file=ca_file, tls_client_cert=cert, tls_client_key=key,
+                    require_encryption=True)
+
+
 @contextlib.contextmanager
 def connect(*, scheduler: str | None = None, scheduler_file: str | None = None,
             backend: str = "cpu", n_workers: int | None = None, dashboard: bool = True,
-            quiet: bool = True):
-    """Yield a ``distributed.Client``; an embedded cluster is closed on exit."""
+            quiet: bool = True, security=None):
+    """Yield a ``distributed.Client``; an embedded cluster is closed on exit.
+
+    ``security`` (a ``distributed.Security``) is used to attach to a TLS cluster.
+    """
     from distributed import Client
 
     if scheduler and scheduler_file:
         raise ValueError("give either a scheduler address or a scheduler file, not both")
     if scheduler or scheduler_file:
-        with Client(scheduler, scheduler_file=scheduler_file) as client:
+        with _attach(scheduler, scheduler_file, security) as client:
             yield client
         return
     # dashboard_address=None alone still serves a dashboard on a random port.
@@ -84,6 +105,33 @@ def connect(*, scheduler: str | None = None, scheduler_file: str | None = None,
                                    threads_per_worker=1, processes=True, **options)
     with cluster, Client(cluster) as client:
         yield client
+
+
+def _attach(scheduler, scheduler_file, security):
+    """A client of a running cluster; a failure to attach becomes one clear error."""
+    from distributed import Client
+
+    from .errors import MgapspError
+
+    where = scheduler or f"the scheduler of {scheduler_file}"
+    address = scheduler
+    if scheduler_file:
+        try:
+            with open(scheduler_file) as fh:
+                address = json.load(fh)["address"]
+        except (OSError, ValueError, KeyError) as exc:
+            raise MgapspError(f"cannot read the scheduler address from {scheduler_file}: "
+                              f"{exc}") from None
+        where = f"{address} (from {scheduler_file})"
+    if str(address).startswith("tls://") and security is None:
+        raise MgapspError(f"the scheduler at {where} uses TLS; give --tls-ca-file, "
+                          "--tls-cert and --tls-key")
+    try:
+        return Client(address, security=security, timeout="30s")
+    except Exception as exc:  # distributed raises OSError, TimeoutError, TypeError...
+        reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise MgapspError(f"cannot connect to the Dask scheduler at {where}: "
+                          f"{reason}") from None
 
 
 @contextlib.contextmanager

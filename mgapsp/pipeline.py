@@ -27,6 +27,9 @@ from .store import Store
 
 __all__ = ["get_backend", "run_job", "plan_job", "JobReport", "run_batch"]
 
+#: Seconds to wait for the first worker of an attached cluster.
+WORKER_WAIT_S = 120
+
 _BACKENDS: dict[str, Backend] = {}
 _JOBS: dict[tuple[str, str], tuple] = {}
 
@@ -199,6 +202,13 @@ def run_job(graph: Graph, out, client, *, algorithm: str = "auto", backend: str 
     if resume and overwrite:
         raise MgapspError("--resume and --overwrite contradict each other; pick one")
     out = os.fspath(out)
+    if not client.scheduler_info()["workers"]:
+        # A cluster being started (a recipe, a batch system) may have no worker yet.
+        try:
+            client.wait_for_workers(1, timeout=WORKER_WAIT_S)
+        except TimeoutError:
+            raise MgapspError(f"no worker joined the Dask cluster at "
+                              f"{client.scheduler.address} within {WORKER_WAIT_S} s") from None
     workers = client.run(probe_worker, backend)
     if not workers:
         raise MgapspError("the Dask cluster has no workers")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import json
 import os
 import signal
 import subprocess
@@ -172,20 +174,33 @@ def test_kill_then_resume(data_dir, tmp_path):
     assert "6,301 rows checked" in verify.stdout
 
 
-def test_scheduler_file_recipe(data_dir, tmp_path):
-    """cluster/start-cluster.sh on loopback with 2 CPU workers, then run against it."""
+@contextlib.contextmanager
+def recipe_cluster(tmp_path, *extra):
+    """cluster/start-cluster.sh on loopback with 2 CPU workers; yields the scheduler file."""
     sched = tmp_path / "scheduler.json"
     env = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
     proc = subprocess.Popen(["bash", str(REPO / "cluster" / "start-cluster.sh"), "-f",
-                             str(sched), "-n", "2", "--cpu"], stdout=subprocess.PIPE,
+                             str(sched), "-n", "2", "--cpu", *extra], stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, start_new_session=True, env=env)
     try:
-        from distributed import Client
-
         deadline = time.time() + 60
-        while not sched.exists() and time.time() < deadline:
+        while not sched.exists() and time.time() < deadline and proc.poll() is None:
             time.sleep(0.2)
-        assert sched.exists(), "scheduler file never appeared"
+        assert sched.exists(), f"scheduler file never appeared: {proc.stdout.read1()}"
+        yield sched, env
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+
+
+def test_scheduler_file_recipe(data_dir, tmp_path):
+    """cluster/start-cluster.sh on loopback with 2 CPU workers, then run against it."""
+    from distributed import Client
+
+    with recipe_cluster(tmp_path) as (sched, env):
         with Client(scheduler_file=str(sched), timeout=30) as client:
             client.wait_for_workers(2, timeout=60)
             assert len(client.scheduler_info()["workers"]) == 2
@@ -196,12 +211,39 @@ def test_scheduler_file_recipe(data_dir, tmp_path):
         assert "dijkstra on cpu" in run.stdout
         assert run.stdout.count("batches\n") == 2, run.stdout  # both workers took some
         assert "256 rows checked" in mgapsp_cli("verify", out, "--all").stdout
-    finally:
-        os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
+
+
+def test_tls_cluster_recipe(data_dir, tmp_path):
+    """A TLS cluster on loopback runs a job for a client with the certificates and
+    refuses one without them."""
+    from distributed import Client
+
+    tls = tmp_path / "tls"
+    with recipe_cluster(tmp_path, "--tls", str(tls)) as (sched, env):
+        address = json.loads(sched.read_text())["address"]
+        assert address.startswith("tls://")
+        certs = ["--tls-ca-file", tls / "ca.pem", "--tls-cert", tls / "cert.pem",
+                 "--tls-key", tls / "key.pem"]
+        out = tmp_path / "tls.zarr"
+        mgapsp_cli("run", data_dir / "SiouxFalls_net.tntp", "-o", out, "--scheduler-file",
+                   sched, "--no-dashboard", "-q", *certs, env=env)
+        assert "24 rows checked" in mgapsp_cli("verify", out, "--all").stdout
+        # A client without certificates cannot talk to it, over TLS or plain TCP.
+        with pytest.raises(Exception):
+            Client(address, timeout=5)
+        with pytest.raises(Exception):
+            Client(address.replace("tls://", "tcp://"), timeout=5)
+        refused = mgapsp_cli("run", data_dir / "SiouxFalls_net.tntp", "-o",
+                             tmp_path / "no.zarr", "--scheduler-file", sched, "-q",
+                             check=False, env=env, timeout=120)
+        assert_one_line_error(refused, "uses TLS", "--tls-ca-file")
+        assert not (tmp_path / "no.zarr").exists()
+        missing = mgapsp_cli("run", data_dir / "SiouxFalls_net.tntp", "-o",
+                             tmp_path / "no.zarr", "--scheduler-file", tmp_path / "nope.json",
+                             check=False, env=env)
+        assert_one_line_error(missing, "nope.json")
+    key_mode = (tls / "key.pem").stat().st_mode & 0o777
+    assert key_mode == 0o600
 
 
 def _write_sources(tmp_path, ids):
