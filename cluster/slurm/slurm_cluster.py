@@ -1,0 +1,109 @@
+"""Run an mgapsp job on a SLURM cluster with dask-jobqueue.
+
+Each SLURM job is one GPU node: ``python -m mgapsp.worker`` starts one Dask worker per
+GPU (``dask cuda worker``), each limited to the node's memory divided by its GPUs; the
+scheduler runs here, in the driver (run this on a login node or in a small job).
+
+    python cluster/slurm/slurm_cluster.py --print-job-script --gpus-per-node 4
+    python cluster/slurm/slurm_cluster.py --nodes 4 --gpus-per-node 4 \\
+        --memory-per-gpu 120GB --cores-per-gpu 8 --queue gpu --walltime 02:00:00 \\
+        run graph.gr -o /shared/apsp.zarr [--resume]
+
+The store must be on a file system every node mounts.  With ``--tls DIR`` every
+connection is encrypted with DIR/ca.pem, cert.pem and key.pem (see
+``cluster/make-tls.sh``).  Needs ``pip install dask-jobqueue``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+
+def parse_memory(text: str) -> int:
+    from dask.utils import parse_bytes
+
+    return parse_bytes(text)
+
+
+def make_cluster(*, gpus_per_node: int, memory_per_gpu: str, cores_per_gpu: int,
+                 queue: str | None = None, account: str | None = None,
+                 walltime: str = "01:00:00", interface: str | None = None,
+                 tls_dir: str | None = None, python: str | None = None,
+                 log_directory: str | None = None):
+    """A ``SLURMCluster`` whose jobs are whole GPU nodes running ``mgapsp.worker``."""
+    from dask.utils import format_bytes
+    from dask_jobqueue import SLURMCluster
+
+    per_gpu = parse_memory(memory_per_gpu)
+    kwargs = {}
+    if tls_dir:
+        from distributed import Security
+
+        kwargs["security"] = Security(
+            tls_ca_file=f"{tls_dir}/ca.pem", tls_worker_cert=f"{tls_dir}/cert.pem",
+            tls_worker_key=f"{tls_dir}/key.pem", tls_client_cert=f"{tls_dir}/cert.pem",
+            tls_client_key=f"{tls_dir}/key.pem", tls_scheduler_cert=f"{tls_dir}/cert.pem",
+            tls_scheduler_key=f"{tls_dir}/key.pem", require_encryption=True)
+        kwargs["protocol"] = "tls"
+    return SLURMCluster(
+        # Dask's view of one job: `memory` becomes each worker's --memory-limit, so
+        # it is the share of one GPU; SLURM is asked for the whole node's share.
+        cores=cores_per_gpu, processes=1, memory=format_bytes(per_gpu),
+        job_cpu=cores_per_gpu * gpus_per_node,
+        job_mem=f"{per_gpu * gpus_per_node // 2**20}M",
+        job_extra_directives=[f"--gres=gpu:{gpus_per_node}"],
+        worker_command="mgapsp.worker", queue=queue, account=account,
+        walltime=walltime, interface=interface, python=python,
+        log_directory=log_directory, **kwargs)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--nodes", type=int, default=1)
+    parser.add_argument("--gpus-per-node", type=int, default=4)
+    parser.add_argument("--memory-per-gpu", default="100GB")
+    parser.add_argument("--cores-per-gpu", type=int, default=8)
+    parser.add_argument("--queue")
+    parser.add_argument("--account")
+    parser.add_argument("--walltime", default="01:00:00")
+    parser.add_argument("--interface", help="network interface of the nodes, e.g. ib0")
+    parser.add_argument("--tls", help="directory with ca.pem, cert.pem, key.pem")
+    parser.add_argument("--print-job-script", action="store_true")
+    sub = parser.add_subparsers(dest="command")
+    run = sub.add_parser("run", help="run a job on the SLURM cluster")
+    run.add_argument("graph")
+    run.add_argument("-o", "--out", required=True)
+    run.add_argument("--resume", action="store_true")
+    run.add_argument("--algorithm", default="auto")
+    args = parser.parse_args(argv)
+
+    cluster = make_cluster(gpus_per_node=args.gpus_per_node,
+                           memory_per_gpu=args.memory_per_gpu,
+                           cores_per_gpu=args.cores_per_gpu, queue=args.queue,
+                           account=args.account, walltime=args.walltime,
+                           interface=args.interface, tls_dir=args.tls)
+    if args.print_job_script or args.command != "run":
+        print(cluster.job_script())
+        cluster.close()
+        return 0
+
+    import mgapsp
+    from distributed import Client
+
+    from mgapsp.pipeline import run_job
+
+    graph = mgapsp.read_graph(args.graph)
+    with cluster, Client(cluster) as client:
+        cluster.scale(jobs=args.nodes)
+        client.wait_for_workers(args.nodes * args.gpus_per_node, timeout=3600)
+        print(f"dashboard: {client.dashboard_link}")
+        report = run_job(graph, args.out, client, algorithm=args.algorithm,
+                         backend="gpu", resume=args.resume, overwrite=not args.resume)
+    print(f"{report.rows_run:,} rows in {report.seconds:.1f} s "
+          f"({report.rows_per_second:,.0f} rows/s) on {len(report.per_worker)} GPUs")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

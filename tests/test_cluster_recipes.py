@@ -1,0 +1,123 @@
+"""The batch-system recipes: what they generate, and that the node command really works."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import shlex
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def _load(path):
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def slurm():
+    pytest.importorskip("dask_jobqueue")
+    return _load(REPO / "cluster" / "slurm" / "slurm_cluster.py")
+
+
+def _worker_line(script: str) -> str:
+    return next(line for line in script.splitlines() if "-m mgapsp.worker" in line)
+
+
+def test_slurm_job_script_is_one_gpu_node(slurm):
+    cluster = slurm.make_cluster(gpus_per_node=4, memory_per_gpu="120GB", cores_per_gpu=8,
+                                 queue="gpu", account="proj", walltime="02:00:00")
+    try:
+        script = cluster.job_script()
+    finally:
+        cluster.close()
+    assert "#SBATCH --gres=gpu:4" in script
+    assert "#SBATCH -p gpu" in script and "#SBATCH -A proj" in script
+    assert "#SBATCH -t 02:00:00" in script
+    assert "#SBATCH --cpus-per-task=32" in script
+    assert f"#SBATCH --mem={4 * 120 * 10**9 // 2**20}M" in script  # the node's share
+    line = _worker_line(script)
+    # Each GPU worker is limited to one GPU's share of the memory.
+    assert "--memory-limit 111.76GiB" in line and "--nthreads 8" in line
+
+
+def test_slurm_job_script_with_tls(slurm, tmp_path):
+    tls = tmp_path / "tls"
+    subprocess.run(["bash", str(REPO / "cluster" / "make-tls.sh"), str(tls)], check=True,
+                   capture_output=True)
+    cluster = slurm.make_cluster(gpus_per_node=2, memory_per_gpu="8GB", cores_per_gpu=2,
+                                 tls_dir=str(tls))
+    try:
+        script = cluster.job_script()
+    finally:
+        cluster.close()
+    line = _worker_line(script)
+    assert " tls://" in line
+    for flag, name in (("--tls-ca-file", "ca.pem"), ("--tls-cert", "cert.pem"),
+                       ("--tls-key", "key.pem")):
+        assert f"{flag} {tls / name}" in line
+
+
+def test_slurm_worker_command_joins_a_real_scheduler(slurm, tmp_path):
+    """Run the exact worker command of the generated job script on this machine."""
+    from distributed import Client, LocalCluster
+
+    with LocalCluster(n_workers=0, host="127.0.0.1", dashboard_address=":0") as local:
+        cluster = slurm.make_cluster(gpus_per_node=1, memory_per_gpu="2GB",
+                                     cores_per_gpu=1)
+        try:
+            line = _worker_line(cluster.job_script())
+        finally:
+            cluster.close()
+        args = shlex.split(line)
+        module_at = args.index("mgapsp.worker")
+        cmd = [sys.executable, "-m", "mgapsp.worker", local.scheduler_address,
+               *args[module_at + 2:]]
+        proc = subprocess.Popen(cmd, start_new_session=True, stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL)
+        try:
+            with Client(local) as client:
+                client.wait_for_workers(1, timeout=60)
+                (info,) = client.scheduler_info()["workers"].values()
+                assert info["nthreads"] == 1
+                # jobqueue writes the limit through format_bytes: 1.86 GiB
+                assert info["memory_limit"] == pytest.approx(2 * 10**9, rel=0.01)
+                assert client.submit(sum, [1, 2, 3]).result() == 6
+        finally:
+            os.killpg(proc.pid, signal.SIGTERM)
+            proc.wait(timeout=30)
+
+
+def test_kubernetes_manifests():
+    docs = []
+    for path in sorted((REPO / "cluster" / "kubernetes").glob("*.yaml")):
+        docs += [(path.name, d) for d in yaml.safe_load_all(path.read_text()) if d]
+    kinds = {d["kind"]: d for _, d in docs}
+    assert {"DaskCluster", "Job", "PersistentVolumeClaim"} <= set(kinds)
+    dc = kinds["DaskCluster"]
+    assert dc["apiVersion"] == "kubernetes.dask.org/v1"
+    name = dc["metadata"]["name"]
+    worker = dc["spec"]["worker"]["spec"]["containers"][0]
+    assert worker["args"][:3] == ["dask", "cuda", "worker"]
+    assert worker["resources"]["limits"]["nvidia.com/gpu"] == 1
+    assert "--memory-limit" in worker["args"]
+    # The job attaches to the cluster's scheduler service and writes to the shared volume.
+    job = kinds["Job"]["spec"]["template"]["spec"]["containers"][0]
+    command = " ".join(job["args"])
+    assert f"tcp://{name}-scheduler" in command or f"tls://{name}-scheduler" in command
+    claim = kinds["PersistentVolumeClaim"]["metadata"]["name"]
+    for spec in (dc["spec"]["worker"]["spec"], kinds["Job"]["spec"]["template"]["spec"]):
+        claims = [v["persistentVolumeClaim"]["claimName"] for v in spec["volumes"]
+                  if "persistentVolumeClaim" in v]
+        assert claims == [claim]
+    assert kinds["PersistentVolumeClaim"]["spec"]["accessModes"] == ["ReadWriteMany"]
