@@ -1,0 +1,66 @@
+"""The workflow scripts run as a user runs them, on CPU workers."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import zarr
+
+import mgapsp
+
+from helpers import assert_distances_equal, scipy_distances
+
+WORKFLOWS = Path(__file__).resolve().parent.parent / "workflows"
+
+
+def workflow(name, *args, timeout=600):
+    proc = subprocess.run([sys.executable, str(WORKFLOWS / name), *map(str, args)],
+                          capture_output=True, text=True, timeout=timeout)
+    assert proc.returncode == 0, f"{name} failed:\n{proc.stdout}\n{proc.stderr}"
+    return proc.stdout
+
+
+def test_od_matrix(data_dir, tmp_path):
+    out = tmp_path / "od.zarr"
+    text = workflow("od_matrix.py", data_dir / "Anaheim_net.tntp", out, "--backend", "cpu")
+    assert "38 zones" in text
+    graph = mgapsp.read_graph(data_dir / "Anaheim_net.tntp")
+    zones = np.arange(38)
+    ref = scipy_distances(graph, zones)[:, zones]
+    assert_distances_equal(zarr.open_group(out)["distances"][:], ref, dtype="float32")
+
+
+def test_floyd_warshall_tsplib(data_dir, tmp_path):
+    text = workflow("floyd_warshall_tsplib.py", data_dir / "gr120.tsp", tmp_path / "fw.zarr",
+                    "--backend", "cpu")
+    assert "floyd-warshall on cpu" in text and "ok" in text
+
+
+def test_apsp_verify(data_dir, tmp_path):
+    text = workflow("apsp_verify.py", data_dir / "rome99.gr", tmp_path / "r.zarr",
+                    "--backend", "cpu", "--samples", "50")
+    assert "verified 50 sampled rows" in text and ": ok" in text
+
+
+def test_resume_after_interruption(data_dir, tmp_path):
+    text = workflow("resume_after_interruption.py", data_dir / "p2p-Gnutella08.txt",
+                    tmp_path / "g.zarr", "--backend", "cpu", "--batch-size", "8")
+    assert "interrupted" in text and "verified 6301 rows: ok" in text
+    assert "already done" in text
+
+
+def test_scaling_report(data_dir, tmp_path):
+    pytest.importorskip("matplotlib")
+    out = tmp_path / "scaling"
+    workflow("scaling_report.py", data_dir / "rome99.gr", "--out", out, "--backend", "cpu",
+             "--workers", "1,2", "--sources", "512", "--batch-size", "32")
+    report = json.loads((out / "scaling.json").read_text())
+    assert [p["workers"] for p in report["points"]] == [1, 2]
+    assert all(p["rows"] == 512 for p in report["points"])
+    png = (out / "scaling.png").read_bytes()
+    assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 5000

@@ -1,0 +1,112 @@
+"""Scaling report: the same APSP job on 1, 2, ... N workers; rows/s and a PNG plot.
+
+    python workflows/scaling_report.py tests/data/p2p-Gnutella31.txt --out bench/scaling
+
+Uses one worker per GPU where GPUs are visible (``LocalCUDACluster`` on the first k
+GPUs), else k single-threaded CPU workers.  Each point is a whole job, Zarr writes
+included, into a fresh store; rows/s counts the job's rows over its wall time after
+the cluster is up.  Writes ``scaling.md``, ``scaling.json`` and ``scaling.png``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+import mgapsp
+from mgapsp.api import resolve_backend
+from mgapsp.cluster import connect, gpu_count
+from mgapsp.pipeline import run_job
+
+
+def measure(graph, backend, workers, sources, batch_size, scratch):
+    with connect(backend=backend, n_workers=workers, dashboard=False) as client:
+        client.wait_for_workers(workers, timeout=120)
+        # Warm-up: compile kernels and load the graph on every worker.
+        run_job(graph, scratch / "warm.zarr", client, backend=backend, overwrite=True,
+                sources=sources[:batch_size * workers], batch_size=batch_size)
+        report = run_job(graph, scratch / "job.zarr", client, backend=backend,
+                         overwrite=True, sources=sources, batch_size=batch_size)
+    busy = report.compute_s / (report.seconds * workers) if report.seconds else 0.0
+    return {"workers": workers, "rows": report.rows_run, "seconds": report.seconds,
+            "rows_per_s": report.rows_per_second, "batches": report.batches_run,
+            "per_worker": dict(report.per_worker), "compute_busy_fraction": busy,
+            "write_s": report.write_s}
+
+
+def plot(points, title, path):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    w = [p["workers"] for p in points]
+    r = [p["rows_per_s"] for p in points]
+    fig, ax = plt.subplots(figsize=(5, 3.5), dpi=120)
+    ax.plot(w, r, "o-", label="measured")
+    ax.plot(w, [r[0] * k / w[0] for k in w], "--", color="grey", label="linear")
+    ax.set_xlabel("workers")
+    ax.set_ylabel("rows / s (end to end)")
+    ax.set_xticks(w)
+    ax.set_title(title, fontsize=9)
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("graph")
+    parser.add_argument("--out", default="bench/scaling")
+    parser.add_argument("--backend", default="auto", choices=["auto", "gpu", "cpu"])
+    parser.add_argument("--workers", default=None,
+                        help="comma-separated worker counts (default 1, 2, 4, ... all)")
+    parser.add_argument("--sources", type=int, default=None,
+                        help="rows per job (default: every vertex)")
+    parser.add_argument("--batch-size", type=int, default=None)
+    args = parser.parse_args(argv)
+
+    backend = resolve_backend(args.backend)
+    most = gpu_count() if backend == "gpu" else (__import__("os").cpu_count() or 1)
+    counts = ([int(x) for x in args.workers.split(",")] if args.workers
+              else sorted({min(2 ** i, most) for i in range(most.bit_length() + 1)}))
+    graph = mgapsp.read_graph(args.graph)
+    sources = graph.vertex_ids if args.sources is None else graph.vertex_ids[:args.sources]
+    batch = args.batch_size or (1024 if backend == "gpu" else 64)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    scratch = Path(tempfile.mkdtemp(prefix="mgapsp-scaling-"))
+    points = []
+    try:
+        for k in counts:
+            p = measure(graph, backend, k, np.asarray(sources), batch, scratch)
+            points.append(p)
+            print(f"{k:3d} {backend} workers: {p['rows']:,} rows in {p['seconds']:.2f} s = "
+                  f"{p['rows_per_s']:,.0f} rows/s (x{p['rows_per_s'] / points[0]['rows_per_s']:.2f})"
+                  f", compute busy {p['compute_busy_fraction']:.0%}", flush=True)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    title = f"{graph.name}: {len(sources):,} rows, {backend}"
+    (out / "scaling.json").write_text(json.dumps({"graph": graph.name, "backend": backend,
+                                                  "points": points}, indent=1))
+    lines = [f"# Scaling: {title}", "", "| workers | rows/s | speed-up | seconds | "
+             "compute busy |", "|---|---|---|---|---|"]
+    for p in points:
+        lines.append(f"| {p['workers']} | {p['rows_per_s']:,.0f} | "
+                     f"{p['rows_per_s'] / points[0]['rows_per_s']:.2f}x | {p['seconds']:.2f} | "
+                     f"{p['compute_busy_fraction']:.0%} |")
+    (out / "scaling.md").write_text("\n".join(lines) + "\n")
+    plot(points, title, out / "scaling.png")
+    print(f"wrote {out / 'scaling.md'} and {out / 'scaling.png'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
