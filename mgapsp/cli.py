@@ -69,6 +69,8 @@ def main():
               help="Client certificate for a TLS cluster.")
 @click.option("--tls-key", type=click.Path(exists=True, dir_okay=False), default=None,
               help="Client private key for a TLS cluster.")
+@click.option("--gpus", default=None,
+              help="GPUs of the embedded cluster, e.g. 0,2 (default: every visible one).")
 @click.option("--workers", type=click.IntRange(min=1), default=None,
               help="Workers of the embedded cluster (default: one per GPU or core).")
 @click.option("--no-dashboard", is_flag=True, help="Do not start the Dask dashboard.")
@@ -77,7 +79,7 @@ def main():
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar.")
 def run(graph, out, fmt, directed, unweighted, weight_column, algorithm, backend, dtype,
         batch_size, sources_file, targets_file, predecessors, resume, overwrite, scheduler,
-        scheduler_file, tls_ca_file, tls_cert, tls_key, workers, no_dashboard,
+        scheduler_file, tls_ca_file, tls_cert, tls_key, gpus, workers, no_dashboard,
         performance_report, quiet):
     """Compute shortest-path distances from every source of GRAPH into a Zarr store."""
     from .api import resolve_backend
@@ -103,6 +105,9 @@ def run(graph, out, fmt, directed, unweighted, weight_column, algorithm, backend
                           "--scheduler-file too")
     if not attached:
         backend = resolve_backend(backend)
+    if gpus is not None and (attached or backend != "gpu"):
+        raise MgapspError("--gpus picks the devices of the embedded GPU cluster; it does "
+                          "not apply to the cpu backend or an attached cluster")
     bar = _Progress(enabled=not quiet)
 
     def on_start(report):
@@ -118,7 +123,7 @@ def run(graph, out, fmt, directed, unweighted, weight_column, algorithm, backend
 
     with connect(scheduler=scheduler, scheduler_file=scheduler_file, backend=backend,
                  n_workers=workers, dashboard=not no_dashboard,
-                 security=security) as client:
+                 security=security, gpus=gpus) as client:
         if client.dashboard_link and not no_dashboard:
             click.echo(f"  dashboard: {client.dashboard_link}")
         with _maybe_performance_report(performance_report):

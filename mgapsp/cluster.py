@@ -50,6 +50,16 @@ def gpu_count() -> int:
         return 0
 
 
+def parse_gpus(text: str) -> str:
+    """Validate a "0,2"-style device list; returns it normalized."""
+    from .errors import MgapspError
+
+    items = [t.strip() for t in str(text).split(",") if t.strip()]
+    if not items or not all(t.isdigit() for t in items) or len(set(items)) != len(items):
+        raise MgapspError(f"--gpus takes distinct device numbers like 0,2; got {text!r}")
+    return ",".join(items)
+
+
 def tls_security(ca_file: str | None, cert: str | None, key: str | None):
     """``distributed.Security`` for a TLS cluster, or None when no file is given."""
     if not (ca_file or cert or key):
@@ -70,10 +80,14 @@ def tls_security(ca_file: str | None, cert: str | None, key: str | None):
 @contextlib.contextmanager
 def connect(*, scheduler: str | None = None, scheduler_file: str | None = None,
             backend: str = "cpu", n_workers: int | None = None, dashboard: bool = True,
-            quiet: bool = True, security=None):
+            quiet: bool = True, security=None, gpus: str | None = None):
     """Yield a ``distributed.Client``; an embedded cluster is closed on exit.
 
     ``security`` (a ``distributed.Security``) is used to attach to a TLS cluster.
+    ``gpus`` ("0,2") picks the devices of the embedded ``LocalCUDACluster``; by
+    default it uses every visible one (``CUDA_VISIBLE_DEVICES`` respected).  Each
+    GPU worker runs two threads, so that one batch's copy back and Zarr write overlap
+    the next batch's kernels, and advertises the resource ``GPU=1``.
     """
     from distributed import Client
 
@@ -97,7 +111,10 @@ def connect(*, scheduler: str | None = None, scheduler_file: str | None = None,
         if backend == "gpu":
             from dask_cuda import LocalCUDACluster
 
-            cluster = LocalCUDACluster(n_workers=n_workers, **options)
+            if gpus is not None:
+                options["CUDA_VISIBLE_DEVICES"] = parse_gpus(gpus)
+            cluster = LocalCUDACluster(n_workers=n_workers, threads_per_worker=2,
+                                       resources={"GPU": 1}, **options)
         else:
             from distributed import LocalCluster
 

@@ -289,3 +289,9 @@ def test_performance_report(data_dir, tmp_path):
                "--workers", "2", "--batch-size", "256", "-q", "--performance-report", report)
     html = report.read_text()
     assert "apsp-batch" in html and "<html" in html.lower()
+
+
+def test_gpus_option_needs_the_gpu_backend(data_dir, tmp_path):
+    proc = mgapsp_cli("run", data_dir / "gr17.tsp", "-o", tmp_path / "g.zarr", "--backend",
+                      "cpu", "--gpus", "0", check=False)
+    assert_one_line_error(proc, "--gpus")

@@ -66,3 +66,17 @@ def test_every_gpu_receives_batches(gpu_client, data_dir, tmp_path):
     assert report.batches_run == report.plan.n_batches
     assert len(report.per_worker) == gpus, report.per_worker
     assert verify_store(tmp_path / "multi.zarr", samples=128).ok
+
+
+def test_gpus_option_picks_devices(data_dir, tmp_path):
+    """--gpus 1 on a machine with several GPUs: one worker, on device 1."""
+    if cuda_device_count() < 2:
+        pytest.skip("needs two or more GPUs")
+    from test_cli import mgapsp_cli
+
+    out = tmp_path / "one.zarr"
+    proc = mgapsp_cli("run", data_dir / "rome99.gr", "-o", out, "--gpus", "1",
+                      "--no-dashboard", "-q", "--batch-size", "256")
+    assert "on gpu" in proc.stdout
+    assert proc.stdout.count(" batches\n") == 1, proc.stdout  # one worker took them all
+    assert "ok" in mgapsp_cli("verify", out, "--samples", "32").stdout
