@@ -69,6 +69,8 @@ def main():
               help="Client certificate for a TLS cluster.")
 @click.option("--tls-key", type=click.Path(exists=True, dir_okay=False), default=None,
               help="Client private key for a TLS cluster.")
+@click.option("--cpu-workers", type=click.IntRange(min=0), default=0, show_default=True,
+              help="CPU workers beside the GPU workers of the embedded cluster (hybrid).")
 @click.option("--gpus", default=None,
               help="GPUs of the embedded cluster, e.g. 0,2 (default: every visible one).")
 @click.option("--workers", type=click.IntRange(min=1), default=None,
@@ -79,7 +81,8 @@ def main():
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar.")
 def run(graph, out, fmt, directed, unweighted, weight_column, algorithm, backend, dtype,
         batch_size, sources_file, targets_file, predecessors, resume, overwrite, scheduler,
-        scheduler_file, tls_ca_file, tls_cert, tls_key, gpus, workers, no_dashboard,
+        scheduler_file, tls_ca_file, tls_cert, tls_key, cpu_workers, gpus, workers,
+        no_dashboard,
         performance_report, quiet):
     """Compute shortest-path distances from every source of GRAPH into a Zarr store."""
     from .api import resolve_backend
@@ -105,6 +108,9 @@ def run(graph, out, fmt, directed, unweighted, weight_column, algorithm, backend
                           "--scheduler-file too")
     if not attached:
         backend = resolve_backend(backend)
+    if cpu_workers and (attached or backend != "gpu"):
+        raise MgapspError("--cpu-workers adds CPU workers to the embedded GPU cluster; "
+                          "it needs the gpu backend and no attached cluster")
     if gpus is not None and (attached or backend != "gpu"):
         raise MgapspError("--gpus picks the devices of the embedded GPU cluster; it does "
                           "not apply to the cpu backend or an attached cluster")
@@ -115,7 +121,9 @@ def run(graph, out, fmt, directed, unweighted, weight_column, algorithm, backend
         click.echo(f"mgapsp: {g.name}: n={g.n:,} m={g.m:,} "
                    f"{'directed' if g.directed else 'undirected'} "
                    f"{'weighted' if g.weighted else 'unweighted'} (read in {t_read:.1f} s)")
-        click.echo(f"  job: {p.algorithm} on {p.backend}, {p.dtype}, {p.n_sources:,} sources "
+        algo = (f"{p.algorithm} on gpu + {p.cpu_algorithm} on cpu" if p.backend == "hybrid"
+                else f"{p.algorithm} on {p.backend}")
+        click.echo(f"  job: {algo}, {p.dtype}, {p.n_sources:,} sources "
                    f"in {p.n_batches:,} batches of {p.batch_size}"
                    + (f", {report.resumed_batches} already done" if report.resumed_batches
                       else ""))
@@ -123,11 +131,12 @@ def run(graph, out, fmt, directed, unweighted, weight_column, algorithm, backend
 
     with connect(scheduler=scheduler, scheduler_file=scheduler_file, backend=backend,
                  n_workers=workers, dashboard=not no_dashboard,
-                 security=security, gpus=gpus) as client:
+                 security=security, gpus=gpus, cpu_workers=cpu_workers) as client:
         if client.dashboard_link and not no_dashboard:
             click.echo(f"  dashboard: {client.dashboard_link}")
         with _maybe_performance_report(performance_report):
-            report = run_job(g, out, client, algorithm=algorithm, backend=backend,
+            report = run_job(g, out, client, algorithm=algorithm,
+                             backend="hybrid" if cpu_workers else backend,
                              dtype=dtype, sources=sources, targets=targets,
                              batch_size=batch_size, predecessors=predecessors,
                              resume=resume, overwrite=overwrite, on_start=on_start,
@@ -152,6 +161,9 @@ def _summary(out, report, n_workers, size):
                f"worker time: compute {report.compute_s:.2f} s, write {report.write_s:.2f} s")
     for worker, count in sorted(report.per_worker.items()):
         click.echo(f"    {worker}: {count} batches")
+    if len(report.per_backend) > 1:
+        click.echo("  rows by backend: " + ", ".join(
+            f"{k} {v:,}" for k, v in sorted(report.per_backend.items())))
     store = report.store
     row = store.group["distances"][0, :].astype(np.float64)
     finite = row[np.isfinite(row)]

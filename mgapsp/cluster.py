@@ -80,14 +80,17 @@ def tls_security(ca_file: str | None, cert: str | None, key: str | None):
 @contextlib.contextmanager
 def connect(*, scheduler: str | None = None, scheduler_file: str | None = None,
             backend: str = "cpu", n_workers: int | None = None, dashboard: bool = True,
-            quiet: bool = True, security=None, gpus: str | None = None):
+            quiet: bool = True, security=None, gpus: str | None = None,
+            cpu_workers: int = 0):
     """Yield a ``distributed.Client``; an embedded cluster is closed on exit.
 
     ``security`` (a ``distributed.Security``) is used to attach to a TLS cluster.
     ``gpus`` ("0,2") picks the devices of the embedded ``LocalCUDACluster``; by
     default it uses every visible one (``CUDA_VISIBLE_DEVICES`` respected).  Each
     GPU worker runs two threads, so that one batch's copy back and Zarr write overlap
-    the next batch's kernels, and advertises the resource ``GPU=1``.
+    the next batch's kernels, and advertises the resource ``GPU=1``.  ``cpu_workers``
+    adds that many single-threaded CPU workers (no GPU visible) beside the GPU ones:
+    each takes batches at its own pace with the CPU backend.
     """
     from distributed import Client
 
@@ -121,7 +124,20 @@ def connect(*, scheduler: str | None = None, scheduler_file: str | None = None,
             cluster = LocalCluster(n_workers=n_workers or os.cpu_count() or 1,
                                    threads_per_worker=1, processes=True, **options)
     with cluster, Client(cluster) as client:
+        if cpu_workers:
+            _add_cpu_workers(cluster, cpu_workers, options)
+            client.wait_for_workers(len(cluster.worker_spec), timeout=120)
         yield client
+
+
+def _add_cpu_workers(cluster, count: int, options: dict) -> None:
+    from distributed import Nanny
+
+    for i in range(count):
+        cluster.worker_spec[f"cpu-{i}"] = {"cls": Nanny, "options": {
+            "nthreads": 1, "host": options["host"], "silence_logs": options["silence_logs"],
+            "env": {"CUDA_VISIBLE_DEVICES": ""}}}
+    cluster.sync(cluster._correct_state)
 
 
 def _attach(scheduler, scheduler_file, security):

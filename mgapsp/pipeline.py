@@ -2,7 +2,7 @@
 
 The client never computes distances.  It plans the job, checks the graph for negative
 cycles (one task), creates the store, and keeps a bounded number of batch tasks
-(``apsp-batch-<i>``) in flight with ``as_completed``.  Each worker loads the graph from
+(``apsp-batch-<i>-<run token>``) in flight with ``as_completed``.  Each worker loads the graph from
 the store once per process (no ``scatter(broadcast=True)``: a lost worker would lose
 it), computes its block with its backend, and writes the block's whole chunks itself.
 The client marks batches done only after their task returned, so a killed job resumes
@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import time
+import uuid
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Callable
@@ -51,6 +52,8 @@ def get_backend(name: str) -> Backend:
 
 
 def backend_algorithms(name: str) -> tuple[str, ...]:
+    if name not in ("cpu", "gpu"):
+        raise MgapspError(f"unknown backend {name!r}; choose auto, gpu, cpu or hybrid")
     if name == "cpu":
         from .backends.cpu import CPUBackend
 
@@ -76,10 +79,19 @@ def _job_inputs(store_path: str, fingerprint: str):
 
 
 def run_batch(store_path: str, fingerprint: str, batch: int, start: int, stop: int,
-              backend: str, algorithm: str, dtype: str, predecessors: bool) -> dict:
-    """Worker task: compute rows ``start:stop`` of the store and write them."""
+              backend: str, algorithm: str, dtype: str, predecessors: bool,
+              cpu_algorithm: str | None = None) -> dict:
+    """Worker task: compute rows ``start:stop`` of the store and write them.
+
+    With ``backend="hybrid"`` the worker uses its GPU when it has one, else the CPU
+    backend with ``cpu_algorithm``.
+    """
     t0 = time.perf_counter()
     store, graph, potentials, sources, targets = _job_inputs(store_path, fingerprint)
+    if backend == "hybrid":
+        backend = _local_backend()
+        if backend == "cpu":
+            algorithm = cpu_algorithm
     result = get_backend(backend).distances(
         graph, sources[start:stop], algorithm=algorithm, dtype=np.dtype(dtype),
         predecessors=predecessors, potentials=potentials)
@@ -89,11 +101,25 @@ def run_batch(store_path: str, fingerprint: str, batch: int, start: int, stop: i
     store.write_block(start, result.distances, result.predecessors)
     t2 = time.perf_counter()
     return {"batch": batch, "rows": stop - start, "compute_s": t1 - t0,
-            "write_s": t2 - t1, "worker": _worker_name(), **(result.stats or {})}
+            "write_s": t2 - t1, "worker": _worker_name(), "backend": backend,
+            **(result.stats or {})}
+
+
+def _local_backend() -> str:
+    from .cluster import gpu_count
+
+    if "local" not in _BACKENDS_OF_PROCESS:
+        _BACKENDS_OF_PROCESS["local"] = "gpu" if gpu_count() > 0 else "cpu"
+    return _BACKENDS_OF_PROCESS["local"]
+
+
+_BACKENDS_OF_PROCESS: dict[str, str] = {}
 
 
 def compute_potentials(graph: Graph, backend: str) -> np.ndarray:
     """Worker task: Johnson potentials; raises NegativeCycleError."""
+    if backend == "hybrid":
+        backend = _local_backend()
     return get_backend(backend).potentials(graph)
 
 
@@ -129,6 +155,7 @@ class JobReport:
     rows_run: int = 0
     resumed_batches: int = 0
     per_worker: Counter = field(default_factory=Counter)
+    per_backend: Counter = field(default_factory=Counter)
     compute_s: float = 0.0
     write_s: float = 0.0
 
@@ -155,15 +182,22 @@ def plan_job(graph: Graph, *, algorithm: str, backend: str, dtype: str, sources,
         if predecessors:
             raise MgapspError("predecessors need every target (a path runs through other "
                               "vertices); drop --targets or --predecessors")
-    algorithm = choose_algorithm(graph, algorithm, backend, len(sources),
-                                 backend_algorithms(backend))
-    impl = get_backend(backend) if backend == "cpu" else _gpu_sizer()
+    cpu_algorithm = None
+    if backend == "hybrid":
+        cpu_algorithm = choose_algorithm(graph, algorithm, "cpu", len(sources),
+                                         backend_algorithms("cpu"))
+        backend_for_plan = "gpu"
+    else:
+        backend_for_plan = backend
+    algorithm = choose_algorithm(graph, algorithm, backend_for_plan, len(sources),
+                                 backend_algorithms(backend_for_plan))
+    impl = get_backend("cpu") if backend == "cpu" else _gpu_sizer()
     per_row = max(1, impl.memory_needed(graph, 1, algorithm=algorithm, dtype=dtype,
                                         predecessors=predecessors)
                   - impl.memory_needed(graph, 0, algorithm=algorithm, dtype=dtype,
                                        predecessors=predecessors))
     if batch_size is None:
-        batch_size = choose_batch_size(graph, len(sources), backend=backend,
+        batch_size = choose_batch_size(graph, len(sources), backend=backend_for_plan,
                                        n_workers=n_workers, bytes_per_row=per_row,
                                        memory=memory)
     elif batch_size < 1:
@@ -180,7 +214,7 @@ def plan_job(graph: Graph, *, algorithm: str, backend: str, dtype: str, sources,
                    batch_size=batch_size, sources=sources, predecessors=predecessors,
                    col_chunk=column_chunk(graph.n if targets is None else len(targets),
                                           batch_size),
-                   targets=targets)
+                   targets=targets, cpu_algorithm=cpu_algorithm)
 
 
 def _gpu_sizer():
@@ -202,6 +236,10 @@ def run_job(graph: Graph, out, client, *, algorithm: str = "auto", backend: str 
     if resume and overwrite:
         raise MgapspError("--resume and --overwrite contradict each other; pick one")
     out = os.fspath(out)
+    # Task keys are apsp-batch-<i>-<token>: the dashboard groups them as
+    # "apsp-batch", and two jobs on one cluster (or a rerun after a failure, whose
+    # erred keys the scheduler may still hold) never share a key.
+    token = uuid.uuid4().hex[:8]
     if not client.scheduler_info()["workers"]:
         # A cluster being started (a recipe, a batch system) may have no worker yet.
         try:
@@ -212,12 +250,19 @@ def run_job(graph: Graph, out, client, *, algorithm: str = "auto", backend: str 
     workers = client.run(probe_worker, backend)
     if not workers:
         raise MgapspError("the Dask cluster has no workers")
+    with_gpu = [w for w in workers.values() if w["gpus"] > 0]
     if backend == "auto":
-        backend = "gpu" if all(w["gpus"] > 0 for w in workers.values()) else "cpu"
-    memory_key = "gpu_memory" if backend == "gpu" else "cpu_memory"
-    if backend == "gpu" and not all(memory_key in w for w in workers.values()):
+        backend = ("gpu" if len(with_gpu) == len(workers) else
+                   "hybrid" if with_gpu else "cpu")
+    if backend == "gpu" and len(with_gpu) < len(workers):
         raise MgapspError("the gpu backend was asked for, but some workers see no GPU")
-    memory = min(w[memory_key] for w in workers.values())
+    if backend == "hybrid":
+        # Batches are sized for the GPUs; CPU workers get the same rows at their pace.
+        memory = min((w["gpu_memory"] for w in with_gpu),
+                     default=min(w["cpu_memory"] for w in workers.values()))
+    else:
+        memory_key = "gpu_memory" if backend == "gpu" else "cpu_memory"
+        memory = min(w[memory_key] for w in workers.values())
     nthreads = sum(client.nthreads().values())
 
     existing = Store.exists(out) and resume
@@ -240,10 +285,12 @@ def run_job(graph: Graph, out, client, *, algorithm: str = "auto", backend: str 
     if graph.has_negative_weights and potentials is None:
         # One task checks the whole graph for negative cycles before anything is
         # written; Johnson reuses its potentials for every batch.
-        fut = client.submit(compute_potentials, graph, backend, key="apsp-potentials",
-                            pure=False)
-        potentials = fut.result()
-        del fut
+        fut = client.submit(compute_potentials, graph, backend,
+                            key=f"apsp-potentials-{token}")
+        try:
+            potentials = fut.result()
+        finally:
+            fut.release()
     if not existing:
         store = Store.create(out, graph, plan, overwrite=overwrite,
                              potentials=potentials)
@@ -261,20 +308,23 @@ def run_job(graph: Graph, out, client, *, algorithm: str = "auto", backend: str 
         start, stop = plan.rows(b)
         return client.submit(run_batch, store.path, graph.fingerprint, b, start, stop,
                              plan.backend, plan.algorithm, plan.dtype, plan.predecessors,
-                             key=f"apsp-batch-{b}")
+                             plan.cpu_algorithm, key=f"apsp-batch-{b}-{token}")
 
     queue = iter(todo)
     pending = as_completed([submit(b) for _, b in zip(range(in_flight), queue)])
     n_done = int(done.sum())
     try:
         for fut in pending:
-            stats = fut.result()
-            fut.release()
+            try:
+                stats = fut.result()
+            finally:
+                fut.release()
             n_done += 1
             rows_done += stats["rows"]
             report.batches_run += 1
             report.rows_run += stats["rows"]
             report.per_worker[stats["worker"]] += 1
+            report.per_backend[stats["backend"]] += stats["rows"]
             report.compute_s += stats["compute_s"]
             report.write_s += stats["write_s"]
             report.seconds = time.perf_counter() - t0

@@ -39,6 +39,8 @@ class JobPlan:
     predecessors: bool
     col_chunk: int
     targets: np.ndarray | None = None  # internal indices of the columns; None = all
+    #: backend "hybrid": the algorithm of the CPU workers (``algorithm`` is the GPUs')
+    cpu_algorithm: str | None = None
 
     def n_targets(self, n: int) -> int:
         return n if self.targets is None else len(self.targets)

@@ -133,7 +133,8 @@ class Store:
                     "dtype": plan.dtype, "batch_size": plan.batch_size,
                     "n_batches": plan.n_batches, "n_sources": plan.n_sources,
                     "predecessors": plan.predecessors, "col_chunk": plan.col_chunk,
-                    "n_targets": int(n), "all_targets": plan.targets is None},
+                    "n_targets": int(n), "all_targets": plan.targets is None,
+                    "cpu_algorithm": plan.cpu_algorithm},
             "versions": package_versions(),
             "created": _now(),
             "progress": {"batches_done": 0, "n_batches": plan.n_batches,
@@ -179,7 +180,8 @@ class Store:
         return JobPlan(algorithm=job["algorithm"], backend=job["backend"],
                        dtype=job["dtype"], batch_size=job["batch_size"],
                        sources=self.source_index(), predecessors=job["predecessors"],
-                       col_chunk=job["col_chunk"], targets=self.target_index())
+                       col_chunk=job["col_chunk"], targets=self.target_index(),
+                       cpu_algorithm=job.get("cpu_algorithm"))
 
     def done_mask(self) -> np.ndarray:
         return self.group["batch_done"][:].astype(bool)

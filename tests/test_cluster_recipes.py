@@ -36,7 +36,8 @@ def _worker_line(script: str) -> str:
 
 def test_slurm_job_script_is_one_gpu_node(slurm):
     cluster = slurm.make_cluster(gpus_per_node=4, memory_per_gpu="120GB", cores_per_gpu=8,
-                                 queue="gpu", account="proj", walltime="02:00:00")
+                                 queue="gpu", account="proj", walltime="02:00:00",
+                                 dashboard_address=":0")
     try:
         script = cluster.job_script()
     finally:
@@ -56,7 +57,7 @@ def test_slurm_job_script_with_tls(slurm, tmp_path):
     subprocess.run(["bash", str(REPO / "cluster" / "make-tls.sh"), str(tls)], check=True,
                    capture_output=True)
     cluster = slurm.make_cluster(gpus_per_node=2, memory_per_gpu="8GB", cores_per_gpu=2,
-                                 tls_dir=str(tls))
+                                 tls_dir=str(tls), dashboard_address=":0")
     try:
         script = cluster.job_script()
     finally:
@@ -74,7 +75,7 @@ def test_slurm_worker_command_joins_a_real_scheduler(slurm, tmp_path):
 
     with LocalCluster(n_workers=0, host="127.0.0.1", dashboard_address=":0") as local:
         cluster = slurm.make_cluster(gpus_per_node=1, memory_per_gpu="2GB",
-                                     cores_per_gpu=1)
+                                     cores_per_gpu=1, dashboard_address=":0")
         try:
             line = _worker_line(cluster.job_script())
         finally:

@@ -80,3 +80,14 @@ def test_gpus_option_picks_devices(data_dir, tmp_path):
     assert "on gpu" in proc.stdout
     assert proc.stdout.count(" batches\n") == 1, proc.stdout  # one worker took them all
     assert "ok" in mgapsp_cli("verify", out, "--samples", "32").stdout
+
+
+def test_hybrid_gpu_and_cpu_workers(data_dir, tmp_path):
+    """--cpu-workers: CPU workers take batches beside the GPU workers."""
+    from test_cli import mgapsp_cli
+
+    out = tmp_path / "hybrid.zarr"
+    proc = mgapsp_cli("run", data_dir / "p2p-Gnutella08.txt", "-o", out, "--cpu-workers",
+                      "4", "--batch-size", "64", "--no-dashboard", "-q")
+    assert "on gpu +" in proc.stdout and "rows by backend: cpu" in proc.stdout, proc.stdout
+    assert "ok" in mgapsp_cli("verify", out, "--all").stdout

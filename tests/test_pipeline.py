@@ -203,3 +203,26 @@ def test_many_to_many_targets(cpu_client, data_dir, tmp_path):
     ds = xr.open_zarr(out, consolidated=False)
     assert ds["distances"].dims == ("source", "target")
     assert ds["target_ids"].shape == (57,)
+
+
+def test_hybrid_backend_uses_each_workers_own_backend(cpu_client, data_dir, tmp_path):
+    """backend="hybrid": workers without a GPU run the CPU backend's algorithm."""
+    graph = reweighted(mgapsp.read_graph(data_dir / "rome99.gr"), seed=9)
+    out = tmp_path / "h.zarr"
+    report = run_job(graph, out, cpu_client, backend="hybrid", batch_size=64,
+                     sources=graph.vertex_ids[:512], dtype="float64")
+    job = Store.open(out).job
+    assert job["backend"] == "hybrid" and job["cpu_algorithm"] == "johnson"
+    assert report.per_backend == {"cpu": 512}  # this cluster has no GPU
+    assert verify_store(out, all_rows=True).ok
+
+
+def test_job_after_a_failed_job_on_the_same_client(cpu_client, data_dir, tmp_path):
+    """Regression: a failed job's erred task keys must not leak into the next job."""
+    bad = mgapsp.read_graph(data_dir / "soc-sign-bitcoinalpha.csv")
+    with pytest.raises(NegativeCycleError):
+        mgapsp.apsp(bad, out=tmp_path / "bad.zarr", client=cpu_client)
+    good = reweighted(mgapsp.read_graph(data_dir / "SiouxFalls_net.tntp"), seed=1)
+    group = mgapsp.apsp(good, out=tmp_path / "good.zarr", client=cpu_client,
+                        dtype="float64")
+    assert_distances_equal(group["distances"][:], scipy_distances(good))

@@ -30,7 +30,7 @@ def make_cluster(*, gpus_per_node: int, memory_per_gpu: str, cores_per_gpu: int,
                  queue: str | None = None, account: str | None = None,
                  walltime: str = "01:00:00", interface: str | None = None,
                  tls_dir: str | None = None, python: str | None = None,
-                 log_directory: str | None = None):
+                 log_directory: str | None = None, dashboard_address: str = ":8787"):
     """A ``SLURMCluster`` whose jobs are whole GPU nodes running ``mgapsp.worker``."""
     from dask.utils import format_bytes
     from dask_jobqueue import SLURMCluster
@@ -55,7 +55,8 @@ def make_cluster(*, gpus_per_node: int, memory_per_gpu: str, cores_per_gpu: int,
         job_extra_directives=[f"--gres=gpu:{gpus_per_node}"],
         worker_command="mgapsp.worker", queue=queue, account=account,
         walltime=walltime, interface=interface, python=python,
-        log_directory=log_directory, **kwargs)
+        log_directory=log_directory,
+        scheduler_options={"dashboard_address": dashboard_address}, **kwargs)
 
 
 def main(argv=None) -> int:
