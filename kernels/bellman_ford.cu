@@ -1,28 +1,31 @@
-// Batched frontier Bellman-Ford and a Floyd-Warshall step, for mgapsp.
+// Batched frontier Bellman-Ford (with the H-BF techniques) and a Floyd-Warshall step,
+// for mgapsp.
 //
 // Self-contained CUDA C++: no #include, so the same file compiles under NVRTC (CuPy
-// RawModule, loaded by mgapsp/_kernels.py, the only place that launches these) and
-// under `nvcc -arch=sm_90 -c` (tests/test_kernels_compile.py).
+// RawModule, loaded by mgapsp/_kernels/__init__.py, the only place that launches these)
+// and under `nvcc -arch=sm_90 -c` (tests/test_kernels_compile.py).
 //
 // Layout.  A batch of B sources is solved at once.  Per-(vertex, source) state lives
-// at [v * B + s]: the batch is the fast dimension, so the threads of a warp handle
-// consecutive sources of one vertex; they read the same CSR row (broadcast) and touch
-// consecutive state words (coalesced).  B need not be a power of two.
+// at [v * Bp + s]: the batch is the fast dimension.  The batch is cut into C chunks of
+// G sources (G = 32 when B >= 32, else G = B; Bp = C * G, the padded batch).  The unit
+// of work is an ITEM (v, c) = vertex v with chunk c, numbered v * C + c: the G lanes of
+// an item read one CSR row (broadcast) and touch consecutive state words (coalesced).
+// An item carries a 32-bit lane mask: bit g is set when (v, c * G + g) improved in the
+// last round and must relax its out-edges in this one.
 //
-// float32 path.  Each state word is a packed 64-bit key
-//     (orderable(float32 bits) << 32) | pred,   pred = 0xffffffff for none,
-// where orderable() maps float bits to unsigned ints in the same order as the floats
-// (negative floats included).  Distance and predecessor change together in one
-// 64-bit CAS, so the predecessor always belongs to the stored distance.
+// State words ("modes"; distances as ordered unsigned integers, see f32_to_ordered):
+//   0  u32  ordered float32 distance                      (float32, no predecessors)
+//   1  u64  ordered float32 distance << 32 | predecessor  (float32 with predecessors)
+//   2  u64  ordered float64 distance                      (float64, no predecessors)
+//   3  u64  ordered float64 distance, plus a predecessor word (version << 32 | pred)
+//           in a second array (float64 with predecessors: negative weights)
+// Modes 0 and 2 update with one atomicMin; mode 1 with a 64-bit CAS, so that the
+// distance and its predecessor change together; mode 3 with an atomicMin and then
+// set_pred (only the writer of the stored distance may set the predecessor).
 //
-// float64 path.  Distances are doubles updated with a CAS on their bit pattern.
-// Predecessors are optional ("track"); when tracked they live in a second 64-bit
-// word (version << 32 | pred) that only the writer of the distance still stored may
-// set (see set_pred_f64), so after a round the pair is consistent as well.
-//
-// Both paths replace a value only when the new distance is STRICTLY smaller, never
-// on a tie, so zero-weight cycles cannot make the predecessor graph cyclic; a cycle
-// in it then implies a negative cycle (the classic lemma, which also holds for the
+// Every mode replaces a distance only when the new one is STRICTLY smaller, never on a
+// tie, so zero-weight cycles cannot make the predecessor graph cyclic; a cycle in it
+// then implies a negative cycle (the classic lemma, which also holds for the
 // asynchronous reads used here: a stale d[u] is never below the current one).
 //
 // Rounding.  Every candidate distance d[u] + w is rounded toward +inf (__fadd_ru,
@@ -33,23 +36,67 @@
 // cycle implies a cycle whose (rounded-to-dtype) weights sum to less than zero, and
 // a walk around a cycle of weight >= 0 never gets cheaper, so n rounds suffice.
 //
-// Rounds.  The host (mgapsp/_kernels.py) keeps two pairs of flags: active[v*B+s]
-// ("(v, s) improved in the last round") and vflag[v] ("some source of v improved").
-// A round launches relax over frontier = nonzero(vflag_cur) times B sources; the
-// kernel clears the current flags it consumes and sets the next ones, so after the
-// launch the current arrays are all zero again and the host just swaps them.
+// Rounds (mgapsp/_kernels/__init__.py drives them; each can be switched off there):
+//   frontier   round r relaxes only the items queued for it (queue[r % 2], lane masks
+//              mask[r % 2]); off: a SWEEP over every item, every lane with a finite
+//              distance relaxes ("every reached vertex relaxes every round").
+//   dedup      improved (v, s) set their lane bit in the next masks (atomicOr, one per
+//              warp and target in the full-warp case); bf_compact then queues every
+//              item with a nonzero mask once.  Off: each successful relaxation pushes
+//              its item with an atomicAdd (duplicates; bf_compact only rebuilds the
+//              queue if it overflowed).
+//   classify   the CSR rows are reordered on the host so that each row holds first the
+//              edges that rounds relax, up to rend[u]; after them the skipped ones:
+//              non-negative self-loops and edges into sinks (out-degree 0).  Sinks so
+//              never enter a frontier; bf_pull finishes them after the last round from
+//              their in-edges.  Targets of in-degree 1 carry bit 31 in the index: only
+//              one edge can improve them and, with one visit of each (u, s) per round,
+//              only one thread, so a plain store replaces the atomic (DIRECT write).
+//              (A queue with duplicates can visit (u, s) twice: atomics then.)
+//   virtual    lanes per item L = G * E: with G < 32 (small batches) each source's
+//   warp       edge list is split over E lanes, E = the power of two >= the frontier's
+//              mean out-degree (from bf_compact), at most 32 / G; K = 32 / L items per
+//              warp.  G = 32: the batch fills the warp, E = 1, K = 1 (option moot).
+//   early stop the host stops when a round leaves the frontier empty; off: an empty
+//              frontier must be confirmed by a full sweep that changes nothing.
+// PREREAD (a tuning switch, not an H-BF technique): read the target's word first and
+// skip the atomic when it cannot improve (modes 0, 2; modes 1, 3 always read).
+// EAGER (tuning): read d(u, s) together with the lane mask, not after it.
+// Round counters live on the device (ctr, three slots used in rotation, see
+// relax_round), so rounds are launched back to back without a host round trip.
 
 #define MGAPSP_NONE 0xffffffffu
 #define MGAPSP_TILE 32
 #define MGAPSP_TILE_ROWS 8
+#define MGAPSP_ALL 0xffffffffu
+
+// relax_round flags (mirrored in mgapsp/_kernels/__init__.py)
+#define BF_SWEEP 1
+#define BF_PRODUCE 2
+#define BF_PUSH 4
+#define BF_DIRECT 8
+#define BF_VWARP 16
+#define BF_EXIT_UNCHANGED 32
+#define BF_PREREAD 64
+#define BF_EAGER 128
+// bf_compact flags
+#define BF_COMPACT_DEGREES 1
+#define BF_COMPACT_IF_OVERFLOW 2
+// counters: three slots of 8 words, then totals
+#define CTR_SLOT 8
+#define CTR_PUSHED 0
+#define CTR_QUEUED 1
+#define CTR_DEGREES 2
+#define CTR_CHANGED 3
+#define CTR_OVERFLOW 4
+#define CTR_ROUNDS 24
+#define CTR_SCANNED 25
 
 typedef unsigned long long u64;
 typedef long long i64;
 typedef unsigned int u32;
 
-// ---------------------------------------------------------------------------
-// float32 keys
-// ---------------------------------------------------------------------------
+// === shared state helpers: the same text is in kernels/dijkstra.cu ===================
 __device__ __forceinline__ u32 f32_to_ordered(float f)
 {
     u32 b = __float_as_uint(f);
@@ -62,231 +109,637 @@ __device__ __forceinline__ float ordered_to_f32(u32 o)
     return __uint_as_float(b);
 }
 
-__device__ __forceinline__ u64 make_key(float d, u32 pred)
+__device__ __forceinline__ u64 f64_to_ordered(double f)
 {
-    return ((u64)f32_to_ordered(d) << 32) | (u64)pred;
+    u64 b = (u64)__double_as_longlong(f);
+    return (b >> 63) ? ~b : (b | 0x8000000000000000ull);
 }
 
-__device__ __forceinline__ float key_dist(u64 k)
+__device__ __forceinline__ double ordered_to_f64(u64 o)
 {
-    return ordered_to_f32((u32)(k >> 32));
+    u64 b = (o >> 63) ? (o & 0x7fffffffffffffffull) : ~o;
+    return __longlong_as_double((i64)b);
 }
 
-// Sum of `x` over the warp, added to *counter by lane 0.  Every lane of the warp
-// must call it (the relax kernels never return early).
-__device__ __forceinline__ void warp_count(u64 x, u64* counter)
-{
-    for (int off = 16; off > 0; off >>= 1)
-        x += __shfl_down_sync(0xffffffffu, x, off);
-    if ((threadIdx.x & 31) == 0 && x != 0)
-        atomicAdd(counter, x);
-}
-
-// ---------------------------------------------------------------------------
-// init: every state word to "unreachable", the batch's sources to 0.
-// seed_all != 0 (the Johnson virtual source): every vertex starts at 0, active.
-// vflag must be zeroed by the caller; active is written for every element.
-// ---------------------------------------------------------------------------
-extern "C" __global__ void bf_init_f32(
-    u64* __restrict__ state, unsigned char* __restrict__ active,
-    unsigned char* __restrict__ vflag, const i64* __restrict__ sources,
-    i64 n, i64 B, int seed_all)
-{
-    i64 t = (i64)blockIdx.x * blockDim.x + threadIdx.x;
-    if (t >= n * B) return;
-    i64 v = t / B;
-    i64 s = t - v * B;
-    bool seed = seed_all || sources[s] == v;
-    state[t] = seed ? make_key(0.0f, MGAPSP_NONE)
-                    : make_key(__int_as_float(0x7f800000), MGAPSP_NONE);
-    active[t] = seed ? 1 : 0;
-    if (seed) vflag[v] = 1;
-}
-
-extern "C" __global__ void bf_init_f64(
-    double* __restrict__ dist, u64* __restrict__ pred, int track,
-    unsigned char* __restrict__ active, unsigned char* __restrict__ vflag,
-    const i64* __restrict__ sources, i64 n, i64 B, int seed_all)
-{
-    i64 t = (i64)blockIdx.x * blockDim.x + threadIdx.x;
-    if (t >= n * B) return;
-    i64 v = t / B;
-    i64 s = t - v * B;
-    bool seed = seed_all || sources[s] == v;
-    dist[t] = seed ? 0.0 : __longlong_as_double(0x7ff0000000000000LL);
-    if (track) pred[t] = (u64)MGAPSP_NONE;
-    active[t] = seed ? 1 : 0;
-    if (seed) vflag[v] = 1;
-}
-
-// ---------------------------------------------------------------------------
-// relax, float32: thread t handles (frontier[t / B], t % B).
-// ---------------------------------------------------------------------------
-extern "C" __global__ void bf_relax_f32(
-    const i64* __restrict__ frontier, i64 frontier_len, i64 B,
-    const i64* __restrict__ indptr, const int* __restrict__ indices,
-    const float* __restrict__ weights,
-    u64* state,
-    unsigned char* active_cur, unsigned char* vflag_cur,
-    unsigned char* active_next, unsigned char* vflag_next,
-    u64* counter)
-{
-    i64 t = (i64)blockIdx.x * blockDim.x + threadIdx.x;
-    u64 scanned = 0;
-    if (t < frontier_len * B) {
-        i64 i = t / B;
-        i64 s = t - i * B;
-        i64 u = frontier[i];
-        if (s == 0) vflag_cur[u] = 0;
-        i64 ui = u * B + s;
-        if (active_cur[ui]) {
-            active_cur[ui] = 0;
-            // The latest value is fine: relaxing with a newer (smaller) d[u] only
-            // gets there sooner, and the (v, s) it improves is re-activated anyway.
-            float du = key_dist(((volatile u64*)state)[ui]);
-            i64 beg = indptr[u];
-            i64 end = indptr[u + 1];
-            scanned = (u64)(end - beg);
-            for (i64 e = beg; e < end; ++e) {
-                int v = indices[e];
-                float w = weights[e];
-                if (v == (int)u && w >= 0.0f) continue;
-                float nd = __fadd_ru(du, w) + 0.0f;  // + 0.0f turns -0 into +0
-                u32 ond = f32_to_ordered(nd);
-                i64 vi = (i64)v * B + s;
-                u64 old = ((volatile u64*)state)[vi];
-                while ((u32)(old >> 32) > ond) {
-                    u64 nk = ((u64)ond << 32) | (u64)(u32)u;
-                    u64 prev = atomicCAS(&state[vi], old, nk);
-                    if (prev == old) {
-                        active_next[vi] = 1;
-                        vflag_next[v] = 1;
-                        break;
-                    }
-                    old = prev;
-                }
-            }
-        }
-    }
-    warp_count(scanned, counter);
-}
-
-// ---------------------------------------------------------------------------
-// relax, float64
-// ---------------------------------------------------------------------------
-
-// Record pred u for the distance bits `mine` just stored at *dist_bits.  Only the
-// writer whose distance is still the stored one may succeed: it re-reads the
-// distance after reading the pred word and installs its pred with a CAS on that
-// word (the version in the high half rules out ABA).  If a later writer replaced the
-// distance, it will install its own pred after this one, so the last pred written
-// always belongs to the final distance.
-__device__ __forceinline__ void set_pred_f64(u64* pred, const u64* dist_bits,
-                                             u64 mine, u32 u)
+// Record pred u for the distance `mine` just stored at *dist (mode 3).  Only the
+// writer whose distance is still the stored one may succeed: it re-reads the distance
+// after reading the pred word and installs its pred with a CAS on that word (the
+// version in the high half rules out ABA).  If a later writer replaced the distance,
+// it installs its own pred after this one, so the last pred written belongs to the
+// final distance.
+__device__ __forceinline__ void set_pred(u64* pred, const u64* dist, u64 mine, u32 u)
 {
     while (true) {
-        u64 op = ((volatile u64*)pred)[0];
+        u64 op = __ldcg(pred);
         __threadfence();
-        if (((volatile const u64*)dist_bits)[0] != mine) return;  // superseded
+        if (__ldcg(dist) != mine) return;  // superseded
         u64 np = ((((op >> 32) + 1ull) & 0xffffffffull) << 32) | (u64)u;
         if (atomicCAS(pred, op, np) == op) return;
     }
 }
 
-extern "C" __global__ void bf_relax_f64(
-    const i64* __restrict__ frontier, i64 frontier_len, i64 B,
-    const i64* __restrict__ indptr, const int* __restrict__ indices,
-    const double* __restrict__ weights,
-    double* dist, u64* pred, int track,
-    unsigned char* active_cur, unsigned char* vflag_cur,
-    unsigned char* active_next, unsigned char* vflag_next,
-    u64* counter)
-{
-    i64 t = (i64)blockIdx.x * blockDim.x + threadIdx.x;
-    u64 scanned = 0;
-    if (t < frontier_len * B) {
-        i64 i = t / B;
-        i64 s = t - i * B;
-        i64 u = frontier[i];
-        if (s == 0) vflag_cur[u] = 0;
-        i64 ui = u * B + s;
-        if (active_cur[ui]) {
-            active_cur[ui] = 0;
-            u64* bits = (u64*)dist;
-            double du = __longlong_as_double((i64)((volatile u64*)bits)[ui]);
-            i64 beg = indptr[u];
-            i64 end = indptr[u + 1];
-            scanned = (u64)(end - beg);
-            for (i64 e = beg; e < end; ++e) {
-                int v = indices[e];
-                double w = weights[e];
-                if (v == (int)u && w >= 0.0) continue;
-                double nd = __dadd_ru(du, w) + 0.0;
-                u64 nbits = (u64)__double_as_longlong(nd);
-                i64 vi = (i64)v * B + s;
-                u64 old = ((volatile u64*)bits)[vi];
-                while (__longlong_as_double((i64)old) > nd) {
-                    u64 prev = atomicCAS(&bits[vi], old, nbits);
-                    if (prev == old) {
-                        if (track) set_pred_f64(&pred[vi], &bits[vi], nbits, (u32)u);
-                        active_next[vi] = 1;
-                        vflag_next[v] = 1;
-                        break;
-                    }
-                    old = prev;
-                }
-            }
+template <int MODE> struct Word;
+
+template <> struct Word<0> {
+    typedef u32 word_t;
+    typedef u32 ord_t;
+    typedef float dist_t;
+    static __device__ __forceinline__ word_t inf() { return 0xff800000u; }
+    static __device__ __forceinline__ word_t zero() { return 0x80000000u; }
+    static __device__ __forceinline__ ord_t ord(word_t w) { return w; }
+    static __device__ __forceinline__ u32 pred(word_t) { return MGAPSP_NONE; }
+    static __device__ __forceinline__ word_t make(ord_t o, u32) { return o; }
+    static __device__ __forceinline__ ord_t to_ord(dist_t d) { return f32_to_ordered(d); }
+    static __device__ __forceinline__ dist_t dist(word_t w) { return ordered_to_f32(w); }
+    static __device__ __forceinline__ dist_t add_ru(dist_t a, dist_t b) { return __fadd_ru(a, b) + 0.0f; }
+    static __device__ __forceinline__ dist_t add_rd(dist_t a, dist_t b) { return __fadd_rd(a, b) + 0.0f; }
+    static __device__ __forceinline__ bool update(word_t* st, u64*, i64 vi, ord_t o, u32, bool direct,
+                                                  bool preread)
+    {
+        if (preread || direct) {
+            word_t old = __ldcg(st + vi);
+            if (o >= old) return false;
+            if (direct) { st[vi] = o; return true; }
         }
+        return atomicMin(st + vi, o) > o;
     }
-    warp_count(scanned, counter);
+};
+
+template <> struct Word<1> {
+    typedef u64 word_t;
+    typedef u32 ord_t;
+    typedef float dist_t;
+    static __device__ __forceinline__ word_t inf() { return (0xff800000ull << 32) | MGAPSP_NONE; }
+    static __device__ __forceinline__ word_t zero() { return (0x80000000ull << 32) | MGAPSP_NONE; }
+    static __device__ __forceinline__ ord_t ord(word_t w) { return (u32)(w >> 32); }
+    static __device__ __forceinline__ u32 pred(word_t w) { return (u32)(w & 0xffffffffull); }
+    static __device__ __forceinline__ word_t make(ord_t o, u32 p) { return ((u64)o << 32) | (u64)p; }
+    static __device__ __forceinline__ ord_t to_ord(dist_t d) { return f32_to_ordered(d); }
+    static __device__ __forceinline__ dist_t dist(word_t w) { return ordered_to_f32((u32)(w >> 32)); }
+    static __device__ __forceinline__ dist_t add_ru(dist_t a, dist_t b) { return __fadd_ru(a, b) + 0.0f; }
+    static __device__ __forceinline__ dist_t add_rd(dist_t a, dist_t b) { return __fadd_rd(a, b) + 0.0f; }
+    static __device__ __forceinline__ bool update(word_t* st, u64*, i64 vi, ord_t o, u32 u, bool direct,
+                                                  bool)
+    {
+        word_t old = __ldcg(st + vi);
+        word_t nk = make(o, u);
+        if (direct) {
+            if (ord(old) <= o) return false;
+            st[vi] = nk;
+            return true;
+        }
+        while (ord(old) > o) {
+            word_t prev = atomicCAS(st + vi, old, nk);
+            if (prev == old) return true;
+            old = prev;
+        }
+        return false;
+    }
+};
+
+template <> struct Word<2> {
+    typedef u64 word_t;
+    typedef u64 ord_t;
+    typedef double dist_t;
+    static __device__ __forceinline__ word_t inf() { return 0xfff0000000000000ull; }
+    static __device__ __forceinline__ word_t zero() { return 0x8000000000000000ull; }
+    static __device__ __forceinline__ ord_t ord(word_t w) { return w; }
+    static __device__ __forceinline__ u32 pred(word_t) { return MGAPSP_NONE; }
+    static __device__ __forceinline__ word_t make(ord_t o, u32) { return o; }
+    static __device__ __forceinline__ ord_t to_ord(dist_t d) { return f64_to_ordered(d); }
+    static __device__ __forceinline__ dist_t dist(word_t w) { return ordered_to_f64(w); }
+    static __device__ __forceinline__ dist_t add_ru(dist_t a, dist_t b) { return __dadd_ru(a, b) + 0.0; }
+    static __device__ __forceinline__ dist_t add_rd(dist_t a, dist_t b) { return __dadd_rd(a, b) + 0.0; }
+    static __device__ __forceinline__ bool update(word_t* st, u64*, i64 vi, ord_t o, u32, bool direct,
+                                                  bool preread)
+    {
+        if (preread || direct) {
+            word_t old = __ldcg(st + vi);
+            if (o >= old) return false;
+            if (direct) { st[vi] = o; return true; }
+        }
+        return atomicMin(st + vi, o) > o;
+    }
+};
+
+template <> struct Word<3> {
+    typedef u64 word_t;
+    typedef u64 ord_t;
+    typedef double dist_t;
+    static __device__ __forceinline__ word_t inf() { return 0xfff0000000000000ull; }
+    static __device__ __forceinline__ word_t zero() { return 0x8000000000000000ull; }
+    static __device__ __forceinline__ ord_t ord(word_t w) { return w; }
+    static __device__ __forceinline__ u32 pred(word_t) { return MGAPSP_NONE; }
+    static __device__ __forceinline__ word_t make(ord_t o, u32) { return o; }
+    static __device__ __forceinline__ ord_t to_ord(dist_t d) { return f64_to_ordered(d); }
+    static __device__ __forceinline__ dist_t dist(word_t w) { return ordered_to_f64(w); }
+    static __device__ __forceinline__ dist_t add_ru(dist_t a, dist_t b) { return __dadd_ru(a, b) + 0.0; }
+    static __device__ __forceinline__ dist_t add_rd(dist_t a, dist_t b) { return __dadd_rd(a, b) + 0.0; }
+    static __device__ __forceinline__ bool update(word_t* st, u64* pw, i64 vi, ord_t o, u32 u, bool direct,
+                                                  bool preread)
+    {
+        if (preread || direct) {
+            word_t old = __ldcg(st + vi);
+            if (o >= old) return false;
+        }
+        if (direct) {
+            st[vi] = o;
+            pw[vi] = (((__ldcg(pw + vi) >> 32) + 1ull) << 32) | (u64)u;
+            return true;
+        }
+        if (atomicMin(st + vi, o) <= o) return false;
+        set_pred(pw + vi, st + vi, o, u);
+        return true;
+    }
+};
+
+// Sum of a per-thread count over the block, added to *total by one thread.  Every
+// thread of the block must call it.
+__device__ __forceinline__ void block_count(u64 x, u64* total)
+{
+    __shared__ u64 part[32];
+    for (int off = 16; off > 0; off >>= 1) x += __shfl_down_sync(MGAPSP_ALL, x, off);
+    int w = threadIdx.x >> 5;
+    if ((threadIdx.x & 31) == 0) part[w] = x;
+    __syncthreads();
+    if (threadIdx.x < 32) {
+        int nw = (blockDim.x + 31) >> 5;
+        u64 y = (int)threadIdx.x < nw ? part[threadIdx.x] : 0ull;
+        for (int off = 16; off > 0; off >>= 1) y += __shfl_down_sync(MGAPSP_ALL, y, off);
+        if (threadIdx.x == 0 && y != 0ull) atomicAdd(total, y);
+    }
+    __syncthreads();
 }
 
-// ---------------------------------------------------------------------------
-// unpack: state [v * B + s] -> output [s * n + v] (source-major), through a 32x32
-// tile in shared memory so that reads and writes are both coalesced.  Every output
-// element in range is written.  Block (32, 8); grid (ceil(n/32), ceil(B/32)).
-// ---------------------------------------------------------------------------
-extern "C" __global__ void bf_unpack_f32(
-    const u64* __restrict__ state, i64 n, i64 B,
-    float* __restrict__ out, int* __restrict__ out_pred, int want_pred)
+// init: every state word to "unreachable", (sources[s], s) to 0 for s < B (every
+// vertex when seed_all, the Johnson virtual source).  Seeds set their lane bit in
+// masks[v * mv + c * mc] (BF: mv = C, mc = 1; Crauser: mv = 1, mc = n); masks must be
+// zeroed by the caller (or be a 1-element dummy with set_masks = 0).
+template <int MODE>
+__device__ __forceinline__ void init_state(
+    typename Word<MODE>::word_t* st, u64* pw, i64 n, i64 Bp, i64 B, int G,
+    const i64* __restrict__ sources, int seed_all, u32* masks, i64 mv, i64 mc, int set_masks)
 {
-    __shared__ u64 tile[MGAPSP_TILE][MGAPSP_TILE + 1];
+    typedef Word<MODE> W;
+    i64 total = n * Bp;
+    for (i64 t = (i64)blockIdx.x * blockDim.x + threadIdx.x; t < total;
+         t += (i64)gridDim.x * blockDim.x) {
+        i64 v = t / Bp;
+        i64 s = t - v * Bp;
+        bool seed = s < B && (seed_all || sources[s] == v);
+        st[t] = seed ? W::zero() : W::inf();
+        if (MODE == 3) pw[t] = (u64)MGAPSP_NONE;
+        if (seed && set_masks) atomicOr(masks + v * mv + (s / G) * mc, 1u << (u32)(s % G));
+    }
+}
+
+// pull: finish the sinks (out-degree 0, never relaxed into during the rounds):
+//     d(v, s) = min(d0(v, s), min over in-edges (u, v): d(u, s) + w)
+// sinks[j] has in-edges rptr[j] .. rptr[j + 1] (sources rsrc, weights rw).  Items
+// (j, c); lanes = sources; K = 32 / G items per warp.  No atomics: one writer each.
+template <int MODE>
+__device__ __forceinline__ void pull_sinks(
+    typename Word<MODE>::word_t* st, u64* pw, i64 Bp, i64 B, int G, i64 C,
+    const int* __restrict__ sinks, i64 nsinks, const i64* __restrict__ rptr,
+    const int* __restrict__ rsrc, const typename Word<MODE>::dist_t* __restrict__ rw)
+{
+    typedef Word<MODE> W;
+    typedef typename W::word_t word_t;
+    typedef typename W::ord_t ord_t;
+    const int lane = threadIdx.x & 31;
+    const int K = 32 / G;
+    const int k = lane / G;
+    const int g = lane - k * G;
+    const i64 items = nsinks * C;
+    const i64 warp = ((i64)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
+    const i64 nwarps = ((i64)gridDim.x * blockDim.x) >> 5;
+    for (i64 base = warp * K; base < items; base += nwarps * K) {
+        i64 it = base + k;
+        if (k >= K || it >= items) continue;
+        i64 j = it / C;
+        i64 c = it - j * C;
+        i64 s = c * G + g;
+        if (s >= B) continue;
+        i64 v = sinks[j];
+        i64 vi = v * Bp + s;
+        word_t cur = st[vi];
+        ord_t best = W::ord(cur);
+        u32 bp = MGAPSP_NONE;
+        bool better = false;
+        for (i64 e = rptr[j]; e < rptr[j + 1]; ++e) {
+            i64 u = rsrc[e];
+            word_t wu = __ldcg(st + u * Bp + s);
+            if (W::ord(wu) == W::ord(W::inf())) continue;
+            ord_t o = W::to_ord(W::add_ru(W::dist(wu), rw[e]));
+            if (o < best) { best = o; bp = (u32)u; better = true; }
+        }
+        if (better) {
+            st[vi] = W::make(best, bp);
+            if (MODE == 3) pw[vi] = (u64)bp;
+        }
+    }
+}
+
+// unpack: state [v * Bp + s] -> out[row_of_col[s] * n + v] (row-major, one row per
+// source), through a 32 x 32 tile in shared memory so that reads and writes are both
+// coalesced.  Every output element in range is written.  undo (Johnson): out =
+// d - h[sources[s]] + h[v] in float64, then rounded to the output type.  want_pred
+// (mode 1): out_pred = the predecessor in the key, -1 for none.  Block (32, 8); grid
+// (ceil(n / 32), ceil(B / 32)).
+template <int MODE>
+__device__ __forceinline__ void unpack_state(
+    const typename Word<MODE>::word_t* __restrict__ st, i64 n, i64 Bp, i64 B,
+    const int* __restrict__ row_of_col, typename Word<MODE>::dist_t* __restrict__ out,
+    int* __restrict__ out_pred, int want_pred, const double* __restrict__ h,
+    const i64* __restrict__ sources, int undo)
+{
+    typedef Word<MODE> W;
+    typedef typename W::word_t word_t;
+    typedef typename W::dist_t dist_t;
+    __shared__ word_t tile[MGAPSP_TILE][MGAPSP_TILE + 1];
     i64 v0 = (i64)blockIdx.x * MGAPSP_TILE;
     i64 s0 = (i64)blockIdx.y * MGAPSP_TILE;
     for (int j = 0; j < MGAPSP_TILE; j += MGAPSP_TILE_ROWS) {
         i64 v = v0 + threadIdx.y + j;
         i64 s = s0 + threadIdx.x;
-        if (v < n && s < B) tile[threadIdx.y + j][threadIdx.x] = state[v * B + s];
+        if (v < n && s < B) tile[threadIdx.y + j][threadIdx.x] = st[v * Bp + s];
     }
     __syncthreads();
     for (int j = 0; j < MGAPSP_TILE; j += MGAPSP_TILE_ROWS) {
         i64 s = s0 + threadIdx.y + j;
         i64 v = v0 + threadIdx.x;
         if (v < n && s < B) {
-            u64 k = tile[threadIdx.x][threadIdx.y + j];
-            out[s * n + v] = key_dist(k);
-            if (want_pred) out_pred[s * n + v] = (int)(u32)(k & 0xffffffffull);
+            word_t wd = tile[threadIdx.x][threadIdx.y + j];
+            dist_t d = W::dist(wd);
+            if (undo) d = (dist_t)((double)d - h[sources[s]] + h[v]);
+            i64 row = row_of_col[s];
+            out[row * n + v] = d;
+            if (want_pred) out_pred[row * n + v] = (int)W::pred(wd);
         }
     }
 }
+// === end of the shared state helpers ================================================
 
-extern "C" __global__ void bf_unpack_f64(
-    const double* __restrict__ dist, i64 n, i64 B, double* __restrict__ out)
+// ---------------------------------------------------------------------------
+// One round of Bellman-Ford.  Counters: three slots of CTR_SLOT words; round r reads
+// slot r % 3 (its frontier size), writes slot (r + 1) % 3 (the next frontier) and
+// zeroes slot (r + 2) % 3 for round r + 1.  Slot words: PUSHED (queue entries pushed,
+// dedup off), QUEUED and DEGREES (from bf_compact), CHANGED (some (v, s) improved),
+// OVERFLOW (a push found the queue full; bf_compact then rebuilds it from the masks).
+// The grid is persistent: warps stride over the items, so a round whose frontier is
+// empty costs one tiny launch and the host never waits between rounds.
+// ---------------------------------------------------------------------------
+template <int MODE, bool FULL>
+__device__ __forceinline__ void relax_round(
+    const u32* __restrict__ queue, u32* __restrict__ queue_next, u64 qcap,
+    u64* ctr, i64 r, int flags, i64 n, i64 Bp, i64 B, int G, i64 C,
+    const i64* __restrict__ indptr, const i64* __restrict__ rend,
+    const int* __restrict__ idx, const typename Word<MODE>::dist_t* __restrict__ wt,
+    typename Word<MODE>::word_t* st, u64* pw, u32* mask_cur, u32* mask_next,
+    double avgdeg)
 {
-    __shared__ double tile[MGAPSP_TILE][MGAPSP_TILE + 1];
-    i64 v0 = (i64)blockIdx.x * MGAPSP_TILE;
-    i64 s0 = (i64)blockIdx.y * MGAPSP_TILE;
-    for (int j = 0; j < MGAPSP_TILE; j += MGAPSP_TILE_ROWS) {
-        i64 v = v0 + threadIdx.y + j;
-        i64 s = s0 + threadIdx.x;
-        if (v < n && s < B) tile[threadIdx.y + j][threadIdx.x] = dist[v * B + s];
+    typedef Word<MODE> W;
+    typedef typename W::word_t word_t;
+    typedef typename W::dist_t dist_t;
+    u64* in = ctr + CTR_SLOT * (r % 3);
+    u64* out = ctr + CTR_SLOT * ((r + 1) % 3);
+    u64* nxt = ctr + CTR_SLOT * ((r + 2) % 3);
+    if (blockIdx.x == 0 && threadIdx.x < CTR_SLOT) nxt[threadIdx.x] = 0ull;
+    const bool sweep = (flags & BF_SWEEP) != 0;
+    const bool produce = (flags & BF_PRODUCE) != 0;
+    const bool push = (flags & BF_PUSH) != 0;
+    const bool compacted = !push || in[CTR_OVERFLOW] != 0ull;
+    // a direct write needs one visit of each (u, s) per round: items must be unique
+    const bool direct_ok = (flags & BF_DIRECT) != 0 && (sweep || compacted);
+    const bool preread = (flags & BF_PREREAD) != 0;
+    const bool eager = (flags & BF_EAGER) != 0;
+    u64 n_items;
+    if (sweep) {
+        if ((flags & BF_EXIT_UNCHANGED) && r > 0 && in[CTR_CHANGED] == 0ull) return;
+        n_items = (u64)n * (u64)C;
+    } else {
+        n_items = compacted ? in[CTR_QUEUED] : in[CTR_PUSHED];
     }
-    __syncthreads();
-    for (int j = 0; j < MGAPSP_TILE; j += MGAPSP_TILE_ROWS) {
-        i64 s = s0 + threadIdx.y + j;
-        i64 v = v0 + threadIdx.x;
-        if (v < n && s < B) out[s * n + v] = tile[threadIdx.x][threadIdx.y + j];
+    if (n_items == 0ull) return;
+    if (blockIdx.x == 0 && threadIdx.x == 0) ctr[CTR_ROUNDS] += 1ull;   // rounds with work
+
+    // virtual warp: L = G * E lanes per item, K items per warp
+    int E = 1, L = 32, K = 1;
+    if (!FULL) {
+        if (flags & BF_VWARP) {
+            double avg = avgdeg;
+            if (!sweep && compacted) avg = (double)in[CTR_DEGREES] / (double)n_items;
+            int emax = 1;
+            while (emax * 2 * G <= 32) emax *= 2;
+            while (E < emax && (double)E < avg) E *= 2;
+        }
+        L = G * E;
+        K = 32 / L;
     }
+    const int lane = threadIdx.x & 31;
+    const int k = FULL ? 0 : lane / L;
+    const int rr = FULL ? lane : lane - k * L;
+    const int g = FULL ? lane : rr % G;
+    const int e0 = FULL ? 0 : rr / G;
+    const bool lane_in = FULL || k < K;
+    const u64 warp = ((u64)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
+    const u64 nwarps = ((u64)gridDim.x * blockDim.x) >> 5;
+    u64 scanned = 0;
+    bool changed = false;
+
+    for (u64 base = warp * (u64)K; base < n_items; base += nwarps * (u64)K) {
+        const u64 qi = base + (u64)k;
+        const bool item_ok = lane_in && qi < n_items;
+        u32 item = 0;
+        if (item_ok) item = sweep ? (u32)qi : queue[qi];
+        const i64 u = (i64)(item / (u32)C);
+        const i64 c = (i64)item - u * C;
+        const i64 s = c * G + g;
+        const bool lane_ok = item_ok && s < B;
+        const i64 ui = u * Bp + s;
+        // independent loads first, so that they are in flight together: the lane
+        // mask, the row bounds and (EAGER) the state word, which a lane without its
+        // bit then ignores; a value read a moment early is still a valid d(u, s)
+        u32 m = 0u;
+        word_t wu = W::inf();
+        i64 beg = 0, end = 0;
+        if (item_ok) {
+            if (!sweep) m = __ldcg(mask_cur + item);
+            if (lane_ok && (sweep || eager)) wu = __ldcg(st + ui);
+            beg = indptr[u];
+            end = rend[u];
+        }
+        bool active;
+        if (sweep) {
+            active = lane_ok && W::ord(wu) != W::ord(W::inf());
+        } else {
+            active = lane_ok && ((m >> g) & 1u);
+            if (!active) wu = W::inf();
+            else if (!eager) wu = __ldcg(st + ui);
+            __syncwarp();
+            if (item_ok && rr == 0 && m != 0u) mask_cur[item] = 0u;  // consumed
+        }
+        const dist_t du = W::dist(wu);
+        int trips = 0;
+        if (active) {
+            i64 cnt = end - beg - e0;
+            if (cnt > 0) trips = (int)((cnt + E - 1) / E);
+        }
+        scanned += (u64)trips;
+        if (FULL) {
+            // one item per warp, every lane on the same edge: the warp loads up to 32
+            // edges at once (coalesced), then takes them one by one from registers
+            const i64 tmax = __any_sync(MGAPSP_ALL, active) ? end - beg : 0;
+            for (i64 eb = 0; eb < tmax; eb += 32) {
+                const int cnt = (int)(tmax - eb < 32 ? tmax - eb : 32);
+                int my_t = 0;
+                dist_t my_w = 0;
+                if (lane < cnt) { my_t = idx[beg + eb + lane]; my_w = wt[beg + eb + lane]; }
+                for (int j = 0; j < cnt; ++j) {
+                    const int t = __shfl_sync(MGAPSP_ALL, my_t, j);
+                    const dist_t we = __shfl_sync(MGAPSP_ALL, my_w, j);
+                    const u32 v = (u32)t & 0x7fffffffu;
+                    bool imp = false;
+                    if (active)
+                        imp = W::update(st, pw, (i64)v * Bp + s, W::to_ord(W::add_ru(du, we)),
+                                        (u32)u, direct_ok && t < 0, preread);
+                    const u32 bal = __ballot_sync(MGAPSP_ALL, imp);
+                    if (bal != 0u) {
+                        changed = true;
+                        if (produce && lane == __ffs(bal) - 1)
+                            atomicOr(mask_next + (u64)v * C + c, bal);
+                        if (push && imp) {
+                            u64 pos = atomicAdd(out + CTR_PUSHED, 1ull);
+                            if (pos < qcap) queue_next[pos] = (u32)((u64)v * C + c);
+                            else out[CTR_OVERFLOW] = 1ull;
+                        }
+                    }
+                }
+            }
+        } else {
+            const int tmax = (int)__reduce_max_sync(MGAPSP_ALL, (u32)trips);
+            for (int it = 0; it < tmax; ++it) {
+                u32 v = 0;
+                bool imp = false;
+                if (it < trips) {
+                    i64 e = beg + e0 + (i64)it * E;
+                    int t = idx[e];
+                    v = (u32)t & 0x7fffffffu;
+                    imp = W::update(st, pw, (i64)v * Bp + s, W::to_ord(W::add_ru(du, wt[e])),
+                                    (u32)u, direct_ok && t < 0, preread);
+                }
+                if (imp) {
+                    changed = true;
+                    if (produce) atomicOr(mask_next + (u64)v * C + c, 1u << g);
+                    if (push) {
+                        u64 pos = atomicAdd(out + CTR_PUSHED, 1ull);
+                        if (pos < qcap) queue_next[pos] = (u32)((u64)v * C + c);
+                        else out[CTR_OVERFLOW] = 1ull;
+                    }
+                }
+            }
+        }
+    }
+    if (__any_sync(MGAPSP_ALL, changed) && lane == 0) out[CTR_CHANGED] = 1ull;
+    block_count(scanned, ctr + CTR_SCANNED);
+}
+
+// ---------------------------------------------------------------------------
+// compact: queue every item whose mask (the masks round r produced) is nonzero; each
+// thread scans 16 consecutive items and a tile of 4096 keeps its items in increasing
+// order (vertex order, for locality); one atomicAdd per tile reserves its place.  DEGREES: also sum the items' relaxed out-degrees (for
+// the virtual warp).  IF_OVERFLOW (dedup off): only when round r's pushes overflowed.
+// Block of 256 threads.
+// ---------------------------------------------------------------------------
+#define COMPACT_THREADS 256
+#define COMPACT_PER 16
+extern "C" __global__ void bf_compact(
+    const u32* __restrict__ masks, u64 total, u32* __restrict__ queue_out, u64* ctr, i64 r,
+    const i64* __restrict__ indptr, const i64* __restrict__ rend, i64 C, int flags)
+{
+    __shared__ u32 warp_sum[COMPACT_THREADS / 32];
+    __shared__ u64 tile_base;
+    u64* out = ctr + CTR_SLOT * ((r + 1) % 3);
+    if ((flags & BF_COMPACT_IF_OVERFLOW) && out[CTR_OVERFLOW] == 0ull) return;
+    const int tid = threadIdx.x;
+    const int lane = tid & 31;
+    const int w = tid >> 5;
+    const u64 tile = (u64)COMPACT_THREADS * COMPACT_PER;
+    for (u64 tb = (u64)blockIdx.x * tile; tb < total; tb += (u64)gridDim.x * tile) {
+        const u64 first = tb + (u64)tid * COMPACT_PER;   // this thread's consecutive items
+        u32 vals[COMPACT_PER];
+        u32 cnt = 0;
+        u64 deg = 0;
+#pragma unroll
+        for (int j = 0; j < COMPACT_PER; ++j) {
+            u64 i = first + (u64)j;
+            u32 mv = i < total ? masks[i] : 0u;
+            vals[j] = mv;
+            if (mv != 0u) {
+                ++cnt;
+                if (flags & BF_COMPACT_DEGREES) {
+                    i64 v = (i64)(i / (u64)C);
+                    deg += (u64)(rend[v] - indptr[v]);
+                }
+            }
+        }
+        // block-wide exclusive scan of cnt
+        u32 incl = cnt;
+        for (int off = 1; off < 32; off <<= 1) {
+            u32 y = __shfl_up_sync(MGAPSP_ALL, incl, off);
+            if (lane >= off) incl += y;
+        }
+        if (lane == 31) warp_sum[w] = incl;
+        __syncthreads();
+        u32 before = 0, block_total = 0;
+        for (int j = 0; j < COMPACT_THREADS / 32; ++j) {
+            u32 x = warp_sum[j];
+            if (j < w) before += x;
+            block_total += x;
+        }
+        if (block_total != 0u && tid == 0) tile_base = atomicAdd(out + CTR_QUEUED, (u64)block_total);
+        if (flags & BF_COMPACT_DEGREES) {
+            for (int off = 16; off > 0; off >>= 1) deg += __shfl_down_sync(MGAPSP_ALL, deg, off);
+            if (lane == 0 && deg != 0ull) atomicAdd(out + CTR_DEGREES, deg);
+        }
+        __syncthreads();
+        if (block_total != 0u) {
+            u64 pos = tile_base + before + (incl - cnt);
+#pragma unroll
+            for (int j = 0; j < COMPACT_PER; ++j) {
+                if (vals[j] != 0u) queue_out[pos++] = (u32)(first + (u64)j);
+            }
+        }
+        __syncthreads();  // warp_sum and tile_base are reused
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Kernels, one per state mode (m0 .. m3, see the top of the file); the relax kernels
+// also per warp shape (_full: B >= 32, one item per warp).
+// ---------------------------------------------------------------------------
+#define BF_RELAX_PARAMS(WORD, DIST)                                                   \
+    const u32* __restrict__ queue, u32* __restrict__ queue_next, u64 qcap, u64* ctr,  \
+    i64 r, int flags, i64 n, i64 Bp, i64 B, int G, i64 C,                             \
+    const i64* __restrict__ indptr, const i64* __restrict__ rend,                     \
+    const int* __restrict__ idx, const DIST* __restrict__ wt, WORD* st, u64* pw,      \
+    u32* mask_cur, u32* mask_next, double avgdeg
+#define BF_RELAX_ARGS                                                                 \
+    queue, queue_next, qcap, ctr, r, flags, n, Bp, B, G, C, indptr, rend, idx, wt, st, \
+    pw, mask_cur, mask_next, avgdeg
+#define BF_INIT_PARAMS(WORD)                                                          \
+    WORD* st, u64* pw, i64 n, i64 Bp, i64 B, int G, const i64* __restrict__ sources,  \
+    int seed_all, u32* masks, i64 mv, i64 mc, int set_masks
+#define BF_INIT_ARGS st, pw, n, Bp, B, G, sources, seed_all, masks, mv, mc, set_masks
+#define BF_PULL_PARAMS(WORD, DIST)                                                    \
+    WORD* st, u64* pw, i64 Bp, i64 B, int G, i64 C, const int* __restrict__ sinks,    \
+    i64 nsinks, const i64* __restrict__ rptr, const int* __restrict__ rsrc,           \
+    const DIST* __restrict__ rw
+#define BF_PULL_ARGS st, pw, Bp, B, G, C, sinks, nsinks, rptr, rsrc, rw
+#define BF_UNPACK_PARAMS(WORD, DIST)                                                  \
+    const WORD* __restrict__ st, i64 n, i64 Bp, i64 B, const int* __restrict__ row_of_col, \
+    DIST* __restrict__ out, int* __restrict__ out_pred, int want_pred,                \
+    const double* __restrict__ h, const i64* __restrict__ sources, int undo
+#define BF_UNPACK_ARGS st, n, Bp, B, row_of_col, out, out_pred, want_pred, h, sources, undo
+
+extern "C" __global__ void bf_relax_m0(BF_RELAX_PARAMS(u32, float))
+{
+    relax_round<0, false>(BF_RELAX_ARGS);
+}
+
+extern "C" __global__ void bf_relax_m0_full(BF_RELAX_PARAMS(u32, float))
+{
+    relax_round<0, true>(BF_RELAX_ARGS);
+}
+
+extern "C" __global__ void bf_init_m0(BF_INIT_PARAMS(u32))
+{
+    init_state<0>(BF_INIT_ARGS);
+}
+
+extern "C" __global__ void bf_pull_m0(BF_PULL_PARAMS(u32, float))
+{
+    pull_sinks<0>(BF_PULL_ARGS);
+}
+
+extern "C" __global__ void bf_unpack_m0(BF_UNPACK_PARAMS(u32, float))
+{
+    unpack_state<0>(BF_UNPACK_ARGS);
+}
+
+extern "C" __global__ void bf_relax_m1(BF_RELAX_PARAMS(u64, float))
+{
+    relax_round<1, false>(BF_RELAX_ARGS);
+}
+
+extern "C" __global__ void bf_relax_m1_full(BF_RELAX_PARAMS(u64, float))
+{
+    relax_round<1, true>(BF_RELAX_ARGS);
+}
+
+extern "C" __global__ void bf_init_m1(BF_INIT_PARAMS(u64))
+{
+    init_state<1>(BF_INIT_ARGS);
+}
+
+extern "C" __global__ void bf_pull_m1(BF_PULL_PARAMS(u64, float))
+{
+    pull_sinks<1>(BF_PULL_ARGS);
+}
+
+extern "C" __global__ void bf_unpack_m1(BF_UNPACK_PARAMS(u64, float))
+{
+    unpack_state<1>(BF_UNPACK_ARGS);
+}
+
+extern "C" __global__ void bf_relax_m2(BF_RELAX_PARAMS(u64, double))
+{
+    relax_round<2, false>(BF_RELAX_ARGS);
+}
+
+extern "C" __global__ void bf_relax_m2_full(BF_RELAX_PARAMS(u64, double))
+{
+    relax_round<2, true>(BF_RELAX_ARGS);
+}
+
+extern "C" __global__ void bf_init_m2(BF_INIT_PARAMS(u64))
+{
+    init_state<2>(BF_INIT_ARGS);
+}
+
+extern "C" __global__ void bf_pull_m2(BF_PULL_PARAMS(u64, double))
+{
+    pull_sinks<2>(BF_PULL_ARGS);
+}
+
+extern "C" __global__ void bf_unpack_m2(BF_UNPACK_PARAMS(u64, double))
+{
+    unpack_state<2>(BF_UNPACK_ARGS);
+}
+
+extern "C" __global__ void bf_relax_m3(BF_RELAX_PARAMS(u64, double))
+{
+    relax_round<3, false>(BF_RELAX_ARGS);
+}
+
+extern "C" __global__ void bf_relax_m3_full(BF_RELAX_PARAMS(u64, double))
+{
+    relax_round<3, true>(BF_RELAX_ARGS);
+}
+
+extern "C" __global__ void bf_init_m3(BF_INIT_PARAMS(u64))
+{
+    init_state<3>(BF_INIT_ARGS);
+}
+
+extern "C" __global__ void bf_pull_m3(BF_PULL_PARAMS(u64, double))
+{
+    pull_sinks<3>(BF_PULL_ARGS);
+}
+
+extern "C" __global__ void bf_unpack_m3(BF_UNPACK_PARAMS(u64, double))
+{
+    unpack_state<3>(BF_UNPACK_ARGS);
 }
 
 // ---------------------------------------------------------------------------

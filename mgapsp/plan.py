@@ -70,7 +70,18 @@ def choose_algorithm(graph: Graph, algorithm: str, backend: str, n_sources: int,
         if dense and "floyd-warshall" in available:
             algorithm = "floyd-warshall"
         elif backend == "gpu":
-            algorithm = "bellman-ford"
+            # Measured on one H200 (bench/sssp_notes.md, 2026-11-21), one batch each:
+            # Bellman-Ford beats Crauser's Dijkstra on every graph measured, unit or
+            # weighted: Gnutella09 w 1..10, 8114 sources 5.7 vs 8.8 ms; Austin, 4096
+            # sources 32 vs 89 ms; NY (unit), 4096 sources 0.58 vs 1.59 s (phases vs
+            # rounds 50 vs 25, 873 vs 250, 679 vs 708: a phase is two passes over the
+            # fringe, a round one pass over the frontier).  No crossover: BF.
+            # Negative weights: Johnson (potentials once per job, which the pipeline
+            # computes anyway to find negative cycles up front; then untracked 32-bit
+            # BF) 5.3 ms per 8114-source batch on Gnutella09 + potentials, vs 5.5 ms
+            # for BF with predecessor tracking, which also pays a cycle check at rounds
+            # 32, 64, ... on graphs of many rounds: Johnson.
+            algorithm = "johnson" if graph.has_negative_weights else "bellman-ford"
         else:
             algorithm = "johnson" if graph.has_negative_weights else "dijkstra"
     if algorithm not in available:

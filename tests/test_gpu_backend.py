@@ -1,5 +1,9 @@
 """GPUBackend against SciPy's csgraph, on real and random graphs (CUDA device only).
 
+Every algorithm of the backend (Bellman-Ford, Crauser's Dijkstra, Johnson, Floyd-
+Warshall) goes through ``GPUBackend.distances``; tests/test_gpu_sssp.py checks the
+kernels themselves under every option.
+
 Every test here is marked ``gpu``; tests/conftest.py skips them where no CUDA device
 is visible.  Outputs are poisoned (NaN distances, -2 predecessors) before the unpack
 kernel runs, so an element it fails to write makes the comparison fail.
@@ -409,8 +413,60 @@ def test_floyd_warshall_negative_cycle(backend):
     assert_negative_cycle(graph, info.value)
 
 
+# -- Dijkstra and Johnson through the backend ------------------------------------------------
+@pytest.mark.parametrize("algorithm", ["dijkstra", "johnson", "bellman-ford"])
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_algorithms_nonnegative(backend, dtype, algorithm):
+    graph = random_graph(51, 700, 3500)
+    sources = np.arange(0, graph.n, 3)
+    preds = dtype == F32
+    dist, pred = run_batches(backend, graph, sources, 100, dtype, predecessors=preds,
+                             algorithm=algorithm)
+    assert_matches(dist, reference(graph, sources), dtype)
+    if preds:
+        assert_predecessors(graph, sources, dist, pred, dtype)
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_johnson_negative_weights(backend, dtype):
+    from mgapsp.backends import gpu
+
+    graph = random_graph(52, 900, 4500, negative=True, exact=False)
+    h = backend.potentials(graph)
+    sources = np.arange(0, graph.n, 4)
+    dists, preds = [], []
+    for start in range(0, len(sources), 64):
+        chunk = sources[start:start + 64]
+        res = backend.distances(graph, chunk, algorithm="johnson", dtype=dtype,
+                                predecessors=dtype == F32, potentials=h)
+        assert res.stats["algorithm"] == "johnson"
+        dists.append(res.distances)
+        preds.append(res.predecessors)
+    dist = np.concatenate(dists)
+    assert_matches(dist, reference(graph, sources), dtype)
+    if dtype == F32:
+        assert_predecessors(graph, sources, dist, np.concatenate(preds), dtype)
+    assert len(gpu._REWEIGHTED) == 1, "the reweighted graph is made once per potentials"
+    # without potentials the backend computes them itself
+    res = backend.distances(graph, sources[:5], algorithm="johnson", dtype=dtype)
+    assert_matches(res.distances, reference(graph, sources[:5]), dtype)
+
+
+def test_dijkstra_negative_weights_unsupported(backend):
+    graph = random_graph(53, 30, 100, negative=True)
+    with pytest.raises(UnsupportedError, match="non-negative"):
+        backend.distances(graph, [0], algorithm="dijkstra", dtype=F32)
+
+
+def test_johnson_negative_cycle(backend):
+    graph, h, _ = planted_cycle_graph(9, 200, 3)
+    with pytest.raises(NegativeCycleError) as info:
+        backend.distances(graph, [0], algorithm="johnson", dtype=F64)
+    assert_negative_cycle(graph, info.value)
+
+
 # -- options and memory ----------------------------------------------------------------------
-@pytest.mark.parametrize("algorithm", ["johnson", "dijkstra", "bogus"])
+@pytest.mark.parametrize("algorithm", ["bogus", "all-pairs"])
 def test_unsupported_algorithms(backend, algorithm):
     graph = random_graph(41, 30, 100)
     with pytest.raises(UnsupportedError, match="bellman-ford"):
@@ -445,13 +501,16 @@ def test_memory_needed_and_available(backend):
     graph = random_graph(45, 1000, 4000)
     avail = backend.memory_available()
     assert avail > 0
-    need = [backend.memory_needed(graph, b, algorithm="bellman-ford", dtype=F32,
-                                  predecessors=False) for b in (1, 64, 300)]
-    assert need[0] < need[1] < need[2]
-    assert need[2] >= 300 * 1000 * (8 + 2 + 4)
-    with_pred = backend.memory_needed(graph, 300, algorithm="bellman-ford", dtype=F32,
-                                      predecessors=True)
-    assert with_pred - need[2] == 300 * 1000 * 4
+    for algorithm in ("bellman-ford", "dijkstra", "johnson"):
+        need = [backend.memory_needed(graph, b, algorithm=algorithm, dtype=F32,
+                                      predecessors=False) for b in (1, 64, 300)]
+        assert need[0] < need[1] < need[2]
+        # at least the float32 state words and the output block
+        assert need[2] >= 300 * 1000 * (4 + 4)
+        with_pred = backend.memory_needed(graph, 300, algorithm=algorithm, dtype=F32,
+                                          predecessors=True)
+        # 64-bit keys instead of 32-bit state words (batch padded to 320), int32 output
+        assert with_pred - need[2] == 320 * 1000 * 4 + 300 * 1000 * 4
     fw = backend.memory_needed(graph, 1, algorithm="floyd-warshall", dtype=F64,
                                predecessors=False)
     assert fw >= 1000 * 1000 * 8 * 2

@@ -1,14 +1,17 @@
-"""The GPU backend: batched Bellman-Ford and dense Floyd-Warshall with CuPy.
+"""The GPU backend: batched Bellman-Ford, Crauser's parallel Dijkstra, Johnson and
+dense Floyd-Warshall with CuPy.
 
 The graph stays resident on the device: each process keeps a small cache of uploaded
 CSRs keyed by (device, graph fingerprint, dtype), so the batches of one job upload
-the graph once.  Floyd-Warshall computes the whole matrix once per graph, keeps it on
-the device and answers every batch from it.  All kernel work goes through
-:mod:`mgapsp._kernels`; importing this module imports no CuPy.
+the graph once; Johnson's reweighted copy is cached the same way, keyed also by a hash
+of the potentials (computed once per job).  Floyd-Warshall computes the whole matrix
+once per graph, keeps it on the device and answers every batch from it.  All kernel
+work goes through :mod:`mgapsp._kernels`; importing this module imports no CuPy.
 """
 
 from __future__ import annotations
 
+import hashlib
 import threading
 from collections import OrderedDict
 
@@ -28,13 +31,18 @@ _MAX_GRAPHS = 4
 #: (device, fingerprint, dtype) -> (dist, pred or None); one matrix at a time
 _FW: "OrderedDict[tuple, tuple]" = OrderedDict()
 _MAX_FW = 1
+#: (device, fingerprint, dtype, potentials hash) -> (reweighted DeviceGraph, h on device)
+_REWEIGHTED: "OrderedDict[tuple, tuple]" = OrderedDict()
+_MAX_REWEIGHTED = 2
 
 
 def clear_device_cache() -> None:
-    """Forget every resident graph and Floyd-Warshall matrix of this process."""
+    """Forget every resident graph, reweighted copy and Floyd-Warshall matrix of this
+    process."""
     with _LOCK:
         _GRAPHS.clear()
         _FW.clear()
+        _REWEIGHTED.clear()
 
 
 def _float_dtype(dtype) -> np.dtype:
@@ -45,24 +53,41 @@ def _float_dtype(dtype) -> np.dtype:
 
 
 def _csr_bytes(graph: Graph, dtype: np.dtype) -> int:
-    return (graph.n + 1) * 8 + graph.m * 4 + graph.m * dtype.itemsize
+    """The uploaded CSR plus its classified copy (rows for the round kernels: row
+    ends, flagged targets, reordered weights, the sinks' in-edges), an upper bound."""
+    n, m, w = graph.n, graph.m, dtype.itemsize
+    plain = (n + 1) * 8 + m * 4 + m * w
+    classified = n * 8 + m * (4 + w) + n * 4 + (n + 1) * 8 + m * (4 + w)
+    return plain + classified + n * w          # + the least out-weights (Dijkstra)
+
+
+def _potentials_key(h: np.ndarray) -> str:
+    return hashlib.blake2b(np.ascontiguousarray(h, dtype="<f8").tobytes(),
+                           digest_size=16).hexdigest()
 
 
 class GPUBackend(Backend):
     """Distance blocks on the current CUDA device (one device per process)."""
 
     name = "gpu"
-    algorithms = ("bellman-ford", "floyd-warshall")
+    algorithms = ("bellman-ford", "dijkstra", "johnson", "floyd-warshall")
 
     # -- checks ------------------------------------------------------------------------
     def _check_algorithm(self, algorithm: str) -> str:
         if algorithm not in self.algorithms:
             known = "" if algorithm in ALGORITHMS else f" (known: {', '.join(ALGORITHMS)})"
             raise UnsupportedError(
-                f"the gpu backend runs {' and '.join(self.algorithms)}, not "
+                f"the gpu backend runs {', '.join(self.algorithms)}, not "
                 f"algorithm={algorithm!r}{known}; use the cpu backend for it"
             )
         return algorithm
+
+    @staticmethod
+    def _check_weights(graph: Graph, algorithm: str) -> None:
+        if algorithm == "dijkstra" and graph.has_negative_weights:
+            raise UnsupportedError(
+                f"dijkstra needs non-negative weights, but the graph has weight "
+                f"{graph.min_weight:g}; use johnson or bellman-ford")
 
     @staticmethod
     def _check_predecessors(dtype: np.dtype, predecessors: bool) -> None:
@@ -94,7 +119,7 @@ class GPUBackend(Backend):
             # make room: drop what other graphs keep on this device, then look again
             with _LOCK:
                 fp = graph.fingerprint
-                for cache in (_FW, _GRAPHS):
+                for cache in (_FW, _REWEIGHTED, _GRAPHS):
                     for key in [k for k in cache if k[1] != fp]:
                         del cache[key]
             _kernels.release_pool()
@@ -125,7 +150,8 @@ class GPUBackend(Backend):
         f64 = np.dtype(np.float64)
         if not graph.has_negative_weights:
             return np.zeros(graph.n, dtype=np.float64)
-        needed = graph.n * (8 + 8 + 2 + 2 + 8) + min(12 * (graph.n + 1), _kernels.CHECK_BYTES)
+        # state and predecessor words, lane masks, queues, the cycle check
+        needed = graph.n * (16 + 16) + min(12 * (graph.n + 1), _kernels.CHECK_BYTES)
         if not self._resident(graph, f64):
             needed += _csr_bytes(graph, f64)
         self._ensure_memory(graph, needed, f"Johnson potentials on {graph.n} vertices",
@@ -144,11 +170,13 @@ class GPUBackend(Backend):
     ) -> BatchResult:
         """Distances from each of ``sources`` (internal indices) to every vertex.
 
-        ``algorithm`` is ``"bellman-ford"`` or ``"floyd-warshall"``; ``dtype`` float32
-        or float64; predecessors need float32.  ``potentials`` is not used (this
-        backend runs no Johnson).
+        ``algorithm`` is ``"bellman-ford"``, ``"dijkstra"`` (Crauser's parallel
+        Dijkstra; non-negative weights), ``"johnson"`` or ``"floyd-warshall"``;
+        ``dtype`` float32 or float64; predecessors need float32.  ``potentials``
+        (johnson): the job's potentials; computed here when None.
         """
         self._check_algorithm(algorithm)
+        self._check_weights(graph, algorithm)
         dt = _float_dtype(dtype)
         self._check_predecessors(dt, predecessors)
         src = self._check_sources(graph, sources)
@@ -160,23 +188,52 @@ class GPUBackend(Backend):
                 stats={"algorithm": algorithm, "backend": self.name, "rounds": 0,
                        "relaxations": 0},
             )
-        if algorithm == "bellman-ford":
-            return self._bellman_ford(graph, src, dt, predecessors)
-        return self._floyd_warshall(graph, src, dt, predecessors)
+        if algorithm == "floyd-warshall":
+            return self._floyd_warshall(graph, src, dt, predecessors)
+        return self._batched(graph, src, dt, predecessors, algorithm, potentials)
 
-    def _bellman_ford(self, graph, src, dt, predecessors) -> BatchResult:
+    def _batched(self, graph, src, dt, predecessors, algorithm, potentials) -> BatchResult:
         B = len(src)
-        needed = self.memory_needed(graph, B, algorithm="bellman-ford", dtype=dt,
+        needed = self.memory_needed(graph, B, algorithm=algorithm, dtype=dt,
                                     predecessors=predecessors)
         if self._resident(graph, dt):
             needed -= _csr_bytes(graph, dt)
         self._ensure_memory(graph, needed, f"a batch of {B} sources on {graph.n} vertices",
                             hint="use a smaller --batch-size")
         dg = self._device_graph(graph, dt)
-        dist, pred, stats = _kernels.bellman_ford_batch(dg, src, dt, predecessors)
-        stats = {"algorithm": "bellman-ford", "backend": self.name, **stats}
+        if algorithm == "bellman-ford":
+            dist, pred, stats = _kernels.bellman_ford_batch(dg, src, dt, predecessors)
+        elif algorithm == "dijkstra":
+            dist, pred, stats = _kernels.dijkstra_batch(dg, src, dt, predecessors)
+        else:
+            d_rw, h = self._reweighted(graph, dg, dt, potentials)
+            dist, pred, stats = _kernels.johnson_batch(d_rw, src, h, dt, predecessors)
+        stats = {"algorithm": algorithm, "backend": self.name, **stats}
         return BatchResult(distances=_kernels.to_host(dist),
                            predecessors=_kernels.to_host(pred), stats=stats)
+
+    def _reweighted(self, graph: Graph, dg, dt: np.dtype, potentials):
+        """Johnson's reweighted device graph and the potentials on the device, cached
+        per (device, graph, dtype, potentials)."""
+        if potentials is None:
+            potentials = self.potentials(graph)
+        h = np.ascontiguousarray(potentials, dtype=np.float64)
+        if h.shape != (graph.n,):
+            raise ValueError(f"potentials must have shape ({graph.n},), got {h.shape}")
+        key = (_kernels.device_id(), graph.fingerprint, dt.str, _potentials_key(h))
+        with _LOCK:
+            entry = _REWEIGHTED.get(key)
+            if entry is not None:
+                _REWEIGHTED.move_to_end(key)
+                return entry
+            if not h.any() and not graph.has_negative_weights:
+                entry = (dg, h)                 # nothing to reweight
+            else:
+                entry = (_kernels.reweight(dg, h), _kernels.to_device(h))
+            _REWEIGHTED[key] = entry
+            while len(_REWEIGHTED) > _MAX_REWEIGHTED:
+                _REWEIGHTED.popitem(last=False)
+            return entry
 
     def _floyd_warshall(self, graph, src, dt, predecessors) -> BatchResult:
         dev = _kernels.device_id()
@@ -227,11 +284,20 @@ class GPUBackend(Backend):
         if algorithm == "floyd-warshall":
             matrix = n * n * dt.itemsize * (3 if predecessors else 2)
             return csr + matrix + graph.m * 4 + B * n * out + B * 8
+        # the batched kernels: state words (see kernels/bellman_ford.cu), per-chunk
+        # lane masks and queues, the (B, n) output, the sources and their row map
+        _G, C, Bp = _kernels.chunking(B)
         negative = graph.has_negative_weights
-        per = 8 + 2 + out                                 # state, two flags, output
-        if negative:
-            per += 1                                      # cycle check: active rows
-            if dt == np.float64:
-                per += 8                                  # float64 predecessor words
-        check = min(B * (n + 1) * 12, _kernels.CHECK_BYTES) if negative else 0
-        return csr + B * n * per + n * (2 + 8) + check + B * 8 + 8
+        items = n * C
+        if algorithm == "bellman-ford":
+            mode = _kernels.state_mode(dt, predecessors or negative)
+            work = 4 * items * 4 + 8 * 32                    # 2 mask arrays, 2 queues
+            if negative:                                      # predecessor-cycle check
+                work += min(B * (n + 1) * 12, _kernels.CHECK_BYTES) + 4 * items
+        else:
+            mode = _kernels.state_mode(dt, predecessors)
+            work = 4 * items + 2 * 8 * Bp + 64               # fringe masks, thresholds
+            if algorithm == "johnson":
+                work += graph.m * (dt.itemsize + 2 * 8) + n * 8   # reweighted copy, h
+        state = _kernels.state_bytes(n, B, mode)
+        return csr + state + work + B * n * out + B * 16
