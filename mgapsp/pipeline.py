@@ -128,7 +128,7 @@ def probe_worker(backend: str) -> dict:
     from .cluster import gpu_count
 
     info = {"gpus": gpu_count()}
-    if backend in ("gpu", "auto") and info["gpus"]:
+    if backend in ("gpu", "auto", "hybrid") and info["gpus"]:
         info["gpu_memory"] = get_backend("gpu").memory_available()
     info["cpu_memory"] = get_backend("cpu").memory_available()
     return info

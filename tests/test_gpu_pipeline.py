@@ -38,13 +38,16 @@ def test_gpu_pipeline_equals_scipy(gpu_client, data_dir, tmp_path, name, count):
     assert verify_store(tmp_path / "g.zarr", all_rows=True).ok
 
 
-def test_gpu_pipeline_negative_weights(gpu_client, data_dir, tmp_path):
+@pytest.mark.parametrize("algorithm,expected", [("auto", "johnson"),
+                                                ("bellman-ford", "bellman-ford")])
+def test_gpu_pipeline_negative_weights(gpu_client, data_dir, tmp_path, algorithm,
+                                       expected):
     graph = reweighted(mgapsp.read_graph(data_dir / "p2p-Gnutella08.txt"), seed=5,
                        spread=10.0)
     sources = graph.vertex_ids[::25]
     group = mgapsp.apsp(graph, out=tmp_path / "n.zarr", client=gpu_client,
-                        sources=sources, dtype="float64")
-    assert group.attrs["job"]["algorithm"] == "bellman-ford"
+                        sources=sources, dtype="float64", algorithm=algorithm)
+    assert group.attrs["job"]["algorithm"] == expected
     assert_distances_equal(group["distances"][:],
                            scipy_distances(graph, graph.index_of(sources)))
 
