@@ -29,6 +29,7 @@ padded to ``Bp = C * G`` (chunks of ``G`` sources, ``G = 32`` for ``B >= 32``).
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -106,7 +107,17 @@ _NONE = 0xFFFFFFFF
 
 
 # -- sources and compilation ---------------------------------------------------------
+#: ``#include "file"`` of another file of ``kernels/`` (nvcc finds it beside the
+#: including file; NVRTC compiles a string, so :func:`kernel_source` inlines it).
+_LOCAL_INCLUDE = re.compile(r'^#include "([\w.-]+)"[ \t]*\n', re.M)
+
+
 def kernel_source(name: str = KERNEL_FILE) -> str:
+    """Text of ``kernels/<name>`` with its local ``#include "..."`` files inlined."""
+    return _LOCAL_INCLUDE.sub(lambda m: kernel_source(m.group(1)), _kernel_file(name))
+
+
+def _kernel_file(name: str) -> str:
     """Text of ``kernels/<name>``: from the installed package, else the source tree."""
     try:
         res = resources.files("mgapsp") / "kernels" / name
