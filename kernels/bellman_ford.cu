@@ -1,4 +1,4 @@
-// Batched frontier Bellman-Ford (with the H-BF techniques) and a Floyd-Warshall step,
+// Batched frontier Bellman-Ford (with the H-BF techniques),
 // for mgapsp.
 //
 // CUDA C++ with no system headers, so the same text compiles under NVRTC (CuPy
@@ -459,41 +459,4 @@ extern "C" __global__ void bf_pull_m3(BF_PULL_PARAMS(u64, double))
 extern "C" __global__ void bf_unpack_m3(BF_UNPACK_PARAMS(u64, double))
 {
     unpack_state<3>(BF_UNPACK_ARGS);
-}
-
-// ---------------------------------------------------------------------------
-// Floyd-Warshall, one pivot k, in place on a dense row-major n x n matrix:
-//     D[i, j] = min(D[i, j], D[i, k] + D[k, j]),  P[i, j] = P[k, j] on improvement
-// (strict improvement only; the sum rounded toward +inf, as in Bellman-Ford).
-// In place is safe without negative cycles: row k and column k do not change in
-// step k (D[k, k] >= 0); with one, some D[i, i] < 0 afterwards, which the host checks.
-// Block (32, 8); grid (ceil(n/32), ceil(n/8)).
-// ---------------------------------------------------------------------------
-__device__ __forceinline__ float add_ru(float a, float b) { return __fadd_ru(a, b); }
-__device__ __forceinline__ double add_ru(double a, double b) { return __dadd_ru(a, b); }
-
-template <typename T>
-__device__ __forceinline__ void fw_step(T* D, int* P, int want_pred, i64 n, i64 k)
-{
-    i64 j = (i64)blockIdx.x * blockDim.x + threadIdx.x;
-    i64 i = (i64)blockIdx.y * blockDim.y + threadIdx.y;
-    if (i >= n || j >= n) return;
-    T dik = D[i * n + k];
-    T dkj = D[k * n + j];
-    T cand = add_ru(dik, dkj);
-    T cur = D[i * n + j];
-    if (cand < cur) {
-        D[i * n + j] = cand;
-        if (want_pred) P[i * n + j] = P[k * n + j];
-    }
-}
-
-extern "C" __global__ void fw_step_f32(float* D, int* P, int want_pred, i64 n, i64 k)
-{
-    fw_step<float>(D, P, want_pred, n, k);
-}
-
-extern "C" __global__ void fw_step_f64(double* D, int* P, int want_pred, i64 n, i64 k)
-{
-    fw_step<double>(D, P, want_pred, n, k);
 }

@@ -73,7 +73,6 @@ KERNEL_NAMES = (
     + tuple(f"bf_{kind}_m{mode}" for mode in range(4)
             for kind in ("relax", "init", "pull", "unpack"))
     + tuple(f"bf_relax_m{mode}_full" for mode in range(4))
-    + ("fw_step_f32", "fw_step_f64")
 )
 _COMPILE_OPTIONS = ("-std=c++17",)
 _THREADS = 256
