@@ -24,7 +24,7 @@ from .backends.base import Backend
 from .errors import InsufficientMemoryError, MgapspError, StoreError
 from .graph import Graph
 from .plan import DTYPES, JobPlan, choose_algorithm, choose_batch_size, column_chunk
-from .store import Store, use_compression_threads
+from .store import Store
 
 __all__ = ["get_backend", "run_job", "plan_job", "JobReport", "run_batch"]
 
@@ -97,12 +97,6 @@ def run_batch(store_path: str, fingerprint: str, batch: int, start: int, stop: i
         predecessors=predecessors, potentials=potentials)
     if targets is not None:
         result.distances = result.distances[:, targets]
-    if backend == "gpu" and "compression" not in _BACKENDS_OF_PROCESS:
-        from .cluster import gpu_count
-
-        # This GPU worker's share of the host's cores.
-        use_compression_threads((os.cpu_count() or 1) // max(1, gpu_count()))
-        _BACKENDS_OF_PROCESS["compression"] = "threads"
     t1 = time.perf_counter()
     store.write_block(start, result.distances, result.predecessors)
     t2 = time.perf_counter()

@@ -233,22 +233,6 @@ class Store:
         self.group.attrs["progress"] = progress
 
 
-def use_compression_threads(nthreads: int) -> None:
-    """Let Blosc compress each chunk with ``nthreads`` threads in this process.
-
-    numcodecs uses Blosc's threads only from the main thread by default, and Dask
-    runs tasks in worker threads, so a GPU worker compressed every chunk on one core
-    while its host's other cores idled.  GPU workers (a few per host) call this with
-    their share of the cores; CPU workers (one per core) keep one thread each.
-    numcodecs serializes threaded Blosc calls with a lock, so the worker's threads
-    stay safe.
-    """
-    import numcodecs.blosc as blosc
-
-    blosc.use_threads = True
-    blosc.set_nthreads(max(1, int(nthreads)))
-
-
 def _write_array(group, name, data, dims):
     data = np.ascontiguousarray(data)
     arr = group.create_array(name, shape=data.shape, dtype=data.dtype,
