@@ -36,6 +36,15 @@ __all__ = ["Store", "FORMAT_VERSION", "package_versions"]
 
 FORMAT_VERSION = 1
 _COMPRESSOR = BloscCodec(cname="zstd", clevel=3, shuffle="bitshuffle")
+#: codecs of the distance and predecessor arrays (``--compression``).  lz4 is the
+#: default: on p2p-Gnutella31 rows it compressed 25x at about 3x the speed of zstd
+#: level 3 (36x), and on rome99's road distances 2.5x at 6x the speed (3.0x);
+#: the writes, not the kernels, bound a GPU job (bench/write_path_notes.md).
+COMPRESSIONS = {
+    "lz4": BloscCodec(cname="lz4", clevel=5, shuffle="bitshuffle"),
+    "zstd": _COMPRESSOR,
+    "none": None,
+}
 _PACKAGES = ("mgapsp", "numpy", "scipy", "dask", "distributed", "zarr", "dask-cuda",
              "cupy-cuda12x", "cupy-cuda13x")
 # Options that must match for --resume to continue a store.
@@ -88,8 +97,12 @@ class Store:
 
     @classmethod
     def create(cls, path, graph: Graph, plan: JobPlan, *, overwrite: bool = False,
-               potentials: np.ndarray | None = None) -> "Store":
+               potentials: np.ndarray | None = None, compression: str = "lz4") -> "Store":
         path = os.fspath(path)
+        if compression not in COMPRESSIONS:
+            raise StoreError(f"unknown compression {compression!r}; choose "
+                             f"{', '.join(COMPRESSIONS)}")
+        codecs = [COMPRESSIONS[compression]] if COMPRESSIONS[compression] else None
         if os.path.exists(path):
             if not overwrite:
                 raise StoreError(f"{path} already exists; pass --resume to continue it "
@@ -102,11 +115,11 @@ class Store:
         n, s = plan.n_targets(graph.n), plan.n_sources
         chunks = (plan.batch_size, plan.col_chunk)
         group.create_array("distances", shape=(s, n), chunks=chunks, dtype=plan.dtype,
-                           fill_value=np.nan, compressors=_COMPRESSOR,
+                           fill_value=np.nan, compressors=codecs,
                            dimension_names=("source", "target"))
         if plan.predecessors:
             group.create_array("predecessors", shape=(s, n), chunks=chunks, dtype="int32",
-                               fill_value=-1, compressors=_COMPRESSOR,
+                               fill_value=-1, compressors=codecs,
                                dimension_names=("source", "target"))
         targets = np.arange(graph.n) if plan.targets is None else plan.targets
         _write_array(group, "vertex_ids", graph.vertex_ids, ("vertex",))
@@ -134,7 +147,7 @@ class Store:
                     "n_batches": plan.n_batches, "n_sources": plan.n_sources,
                     "predecessors": plan.predecessors, "col_chunk": plan.col_chunk,
                     "n_targets": int(n), "all_targets": plan.targets is None,
-                    "cpu_algorithm": plan.cpu_algorithm},
+                    "cpu_algorithm": plan.cpu_algorithm, "compression": compression},
             "versions": package_versions(),
             "created": _now(),
             "progress": {"batches_done": 0, "n_batches": plan.n_batches,
@@ -210,13 +223,20 @@ class Store:
                                       "use --overwrite to start again")
 
     # -- writing (workers: blocks; client: progress) -------------------------
-    def write_block(self, start: int, distances: np.ndarray,
-                    predecessors: np.ndarray | None = None) -> None:
-        """Write rows ``start .. start + len(distances)``: whole chunks, from a worker."""
-        stop = start + len(distances)
-        self.group["distances"][start:stop, :] = distances
+    def write_block(self, start: int, distances,
+                    predecessors=None) -> dict:
+        """Write rows ``start .. start + len(distances)``: whole chunks, from a worker.
+
+        The blocks may be NumPy or CuPy arrays (see :mod:`mgapsp.writer`).  Returns
+        ``{"copy_s", "encode_s", "bytes"}``, summed over the arrays written.
+        """
+        from .writer import write_block
+
+        stats = write_block(self.group["distances"], start, distances)
         if predecessors is not None:
-            self.group["predecessors"][start:stop, :] = predecessors
+            more = write_block(self.group["predecessors"], start, predecessors)
+            stats = {k: stats[k] + more[k] for k in stats}
+        return stats
 
     def mark_done(self, batches, rows_done: int, n_done: int, *, complete: bool = False,
                   extra: dict | None = None) -> None:

@@ -64,6 +64,7 @@ __all__ = [
     "to_device",
     "take_rows",
     "cycle_weight",
+    "GPUTimer",
 ]
 
 KERNEL_FILE = "bellman_ford.cu"
@@ -282,11 +283,11 @@ def to_device(arr):
     return _cupy().asarray(arr)
 
 
-def take_rows(mat, rows) -> np.ndarray:
-    """Rows ``rows`` of a device matrix, copied to the host."""
+def take_rows(mat, rows, host: bool = True):
+    """Rows ``rows`` of a device matrix, copied to the host (or a new device array)."""
     cupy = _cupy()
     idx = cupy.asarray(np.asarray(rows, dtype=np.int64))
-    return cupy.asnumpy(mat[idx])
+    return cupy.asnumpy(mat[idx]) if host else mat[idx]
 
 
 # -- the classified CSR (edge classification, H-BF) -------------------------------------
@@ -886,3 +887,4 @@ def bellman_ford_potentials(d_graph: DeviceGraph) -> np.ndarray:
 
 from .fw import floyd_warshall  # noqa: E402  (uses the helpers above)
 from .sssp import dijkstra_batch, johnson_batch, reweight  # noqa: E402
+from .staging import GPUTimer  # noqa: E402

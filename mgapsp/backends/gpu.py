@@ -167,8 +167,13 @@ class GPUBackend(Backend):
         dtype: np.dtype,
         predecessors: bool = False,
         potentials: np.ndarray | None = None,
+        device: bool = False,
     ) -> BatchResult:
         """Distances from each of ``sources`` (internal indices) to every vertex.
+
+        With ``device=True`` the blocks stay on the device (CuPy arrays), for a writer
+        that stages them to the host itself; ``stats["gpu_s"]`` is the device time of
+        the batch (CUDA events).
 
         ``algorithm`` is ``"bellman-ford"``, ``"dijkstra"`` (Crauser's parallel
         Dijkstra; non-negative weights), ``"johnson"`` or ``"floyd-warshall"``;
@@ -188,9 +193,16 @@ class GPUBackend(Backend):
                 stats={"algorithm": algorithm, "backend": self.name, "rounds": 0,
                        "relaxations": 0},
             )
+        timer = _kernels.GPUTimer().start()
         if algorithm == "floyd-warshall":
-            return self._floyd_warshall(graph, src, dt, predecessors)
-        return self._batched(graph, src, dt, predecessors, algorithm, potentials)
+            result = self._floyd_warshall(graph, src, dt, predecessors)
+        else:
+            result = self._batched(graph, src, dt, predecessors, algorithm, potentials)
+        result.stats["gpu_s"] = timer.stop()
+        if not device:
+            result.distances = _kernels.to_host(result.distances)
+            result.predecessors = _kernels.to_host(result.predecessors)
+        return result
 
     def _batched(self, graph, src, dt, predecessors, algorithm, potentials) -> BatchResult:
         B = len(src)
@@ -209,8 +221,7 @@ class GPUBackend(Backend):
             d_rw, h = self._reweighted(graph, dg, dt, potentials)
             dist, pred, stats = _kernels.johnson_batch(d_rw, src, h, dt, predecessors)
         stats = {"algorithm": algorithm, "backend": self.name, **stats}
-        return BatchResult(distances=_kernels.to_host(dist),
-                           predecessors=_kernels.to_host(pred), stats=stats)
+        return BatchResult(distances=dist, predecessors=pred, stats=stats)
 
     def _reweighted(self, graph: Graph, dg, dt: np.dtype, potentials):
         """Johnson's reweighted device graph and the potentials on the device, cached
@@ -261,8 +272,8 @@ class GPUBackend(Backend):
                 while len(_FW) > _MAX_FW:
                     _FW.popitem(last=False)
             D, P = entry
-            dist = _kernels.take_rows(D, src)
-            pred = _kernels.take_rows(P, src) if predecessors else None
+            dist = _kernels.take_rows(D, src, host=False)
+            pred = _kernels.take_rows(P, src, host=False) if predecessors else None
         stats = {"algorithm": "floyd-warshall", "backend": self.name,
                  "rounds": 0 if cached else graph.n,
                  "relaxations": 0 if cached else graph.n ** 3, "cached": cached}

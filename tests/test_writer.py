@@ -1,0 +1,119 @@
+"""The chunk writer: bytes identical to Zarr's own, any block shape, device blocks."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+import zarr
+from zarr.codecs import ZstdCodec
+
+from mgapsp import writer
+from mgapsp.store import COMPRESSIONS
+
+
+def _chunk_files(path: Path) -> dict[str, bytes]:
+    root = path / "c"
+    return {str(p.relative_to(path)): p.read_bytes() for p in sorted(root.rglob("*"))
+            if p.is_file()}
+
+
+def _pair(tmp_path, name, shape, chunks, dtype, fill, compressors):
+    arrays = []
+    for tag in ("ours", "zarrs"):
+        arrays.append(zarr.create_array(tmp_path / f"{name}-{tag}.zarr", shape=shape,
+                                        chunks=chunks, dtype=dtype, fill_value=fill,
+                                        compressors=compressors))
+    return arrays
+
+
+def _block(rng, rows, n, dtype):
+    if np.dtype(dtype).kind == "f":
+        b = rng.integers(0, 50, size=(rows, n)).astype(dtype)
+        b[rng.random((rows, n)) < 0.1] = np.inf
+        return b
+    return rng.integers(-1, 1000, size=(rows, n)).astype(dtype)
+
+
+@pytest.mark.parametrize("compression", sorted(COMPRESSIONS))
+@pytest.mark.parametrize("dtype,fill", [("float32", np.nan), ("float64", np.nan),
+                                        ("int32", -1)])
+def test_chunk_bytes_match_zarr(tmp_path, compression, dtype, fill):
+    """Every chunk file equals the one Zarr writes for the same rows: ragged last
+    column chunk, and a last row batch shorter than the chunk."""
+    rng = np.random.default_rng(7)
+    codec = COMPRESSIONS[compression]
+    shape, chunks = (45, 203), (16, 64)
+    ours, theirs = _pair(tmp_path, "a", shape, chunks, dtype, fill,
+                         [codec] if codec else None)
+    for start in range(0, shape[0], chunks[0]):
+        stop = min(start + chunks[0], shape[0])
+        block = _block(rng, stop - start, shape[1], dtype)
+        stats = writer.write_block(ours, start, block)
+        theirs[start:stop, :] = block
+        assert stats["bytes"] > 0
+    assert _chunk_files(tmp_path / "a-ours.zarr") == _chunk_files(tmp_path / "a-zarrs.zarr")
+    np.testing.assert_array_equal(ours[:], theirs[:])
+    assert len(_chunk_files(tmp_path / "a-ours.zarr")) == 3 * 4
+
+
+def test_other_codecs_fall_back_to_zarr(tmp_path):
+    """A codec chain the writer does not reproduce goes through Zarr itself."""
+    arr = zarr.create_array(tmp_path / "z.zarr", shape=(8, 100), chunks=(8, 30),
+                            dtype="float32", fill_value=np.nan,
+                            compressors=[ZstdCodec(level=1)])
+    block = _block(np.random.default_rng(1), 8, 100, "float32")
+    writer.write_block(arr, 0, block)
+    np.testing.assert_array_equal(zarr.open_array(tmp_path / "z.zarr")[:], block)
+
+
+def test_block_must_be_whole_chunks(tmp_path):
+    arr = zarr.create_array(tmp_path / "w.zarr", shape=(40, 10), chunks=(16, 10),
+                            dtype="float32", fill_value=np.nan)
+    with pytest.raises(ValueError, match="not whole chunks of 16 rows"):
+        writer.write_block(arr, 8, np.zeros((8, 10), np.float32))
+    with pytest.raises(ValueError, match="not whole chunks"):
+        writer.write_block(arr, 16, np.zeros((10, 10), np.float32))
+    with pytest.raises(ValueError, match="a block of 9 columns"):
+        writer.write_block(arr, 0, np.zeros((16, 9), np.float32))
+    assert not (tmp_path / "w.zarr" / "c").exists()  # nothing half-written
+
+
+def test_write_threads(monkeypatch):
+    monkeypatch.setenv("MGAPSP_WRITE_THREADS", "3")
+    assert writer.write_threads() == 3
+    monkeypatch.setenv("MGAPSP_WRITE_THREADS", "zero")
+    with pytest.raises(ValueError, match="MGAPSP_WRITE_THREADS must be a positive"):
+        writer.write_threads()
+    monkeypatch.delenv("MGAPSP_WRITE_THREADS")
+    assert 1 <= writer.write_threads() <= (os.cpu_count() or 1)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("stage_bytes", [None, 3 * 16 * 64 * 4])
+def test_device_blocks_match_host_blocks(tmp_path, monkeypatch, stage_bytes):
+    """A CuPy block, cut into chunks on the device and staged through the pinned
+    buffers (in groups of three chunks, reusing both buffers), writes the same files
+    as the same block from the host."""
+    import cupy
+
+    from mgapsp._kernels import staging
+
+    if stage_bytes:
+        monkeypatch.setattr(staging, "STAGE_BYTES", stage_bytes)
+    rng = np.random.default_rng(3)
+    shape, chunks = (45, 650), (16, 64)
+    for dtype, fill in (("float32", np.nan), ("int32", -1)):
+        dev, host = _pair(tmp_path, dtype, shape, chunks, dtype, fill,
+                          [COMPRESSIONS["lz4"]])
+        for start in range(0, shape[0], chunks[0]):
+            stop = min(start + chunks[0], shape[0])
+            block = _block(rng, stop - start, shape[1], dtype)
+            stats = writer.write_block(dev, start, cupy.asarray(block))
+            writer.write_block(host, start, block)
+            assert stats["copy_s"] > 0
+        assert (_chunk_files(tmp_path / f"{dtype}-ours.zarr")
+                == _chunk_files(tmp_path / f"{dtype}-zarrs.zarr"))
+        np.testing.assert_array_equal(dev[:], host[:])
