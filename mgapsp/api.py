@@ -28,7 +28,7 @@ def apsp(graph, *, out=None, algorithm: str = "auto", backend: str = "auto",
          batch_size: int | None = None,
          predecessors: bool = False, client=None, resume: bool = False,
          overwrite: bool = False, directed: bool | None = None,
-         unweighted: bool = False):
+         unweighted: bool = False, compression: str = "lz4"):
     """All-pairs (or many-to-all) shortest-path distances.
 
     Parameters
@@ -56,6 +56,9 @@ def apsp(graph, *, out=None, algorithm: str = "auto", backend: str = "auto",
     client : distributed.Client, optional
     resume, overwrite : bool
         What to do with an existing store at ``out``.
+    compression : {"lz4", "zstd", "none"}
+        Codec of a new store's distance (and predecessor) chunks: Blosc with
+        bit-shuffle and lz4 (fast) or zstd (smaller), or none.
 
     Returns
     -------
@@ -88,12 +91,12 @@ def apsp(graph, *, out=None, algorithm: str = "auto", backend: str = "auto",
             shutil.rmtree(tmp, ignore_errors=True)
     if client is not None:
         run_job(g, out, client, backend=backend, resume=resume, overwrite=overwrite,
-                **options)
+                compression=compression, **options)
     else:
         backend = resolve_backend(backend)
         with connect(backend=backend) as own:
             run_job(g, out, own, backend=backend, resume=resume, overwrite=overwrite,
-                    **options)
+                    compression=compression, **options)
     return Store.open(out).group
 
 

@@ -58,6 +58,10 @@ def main():
 @click.option("--targets", "targets_file", type=click.Path(dir_okay=False), default=None,
               help="File of target vertex ids: keep only these columns (many-to-many).")
 @click.option("--predecessors", is_flag=True, help="Also store shortest-path predecessors.")
+@click.option("--compression", type=click.Choice(["lz4", "zstd", "none"]), default="lz4",
+              show_default=True,
+              help="Codec of the stored blocks (Blosc, bit-shuffled): lz4 is fast, zstd "
+                   "smaller.  A resumed store keeps its own.")
 @click.option("--resume", is_flag=True, help="Continue an interrupted store.")
 @click.option("--overwrite", is_flag=True, help="Replace an existing store.")
 @click.option("--scheduler", default=None, help="Address of a running Dask scheduler.")
@@ -80,8 +84,8 @@ def main():
               help="Save Dask's performance report of the job to this HTML file.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar.")
 def run(graph, out, fmt, directed, unweighted, weight_column, algorithm, backend, dtype,
-        batch_size, sources_file, targets_file, predecessors, resume, overwrite, scheduler,
-        scheduler_file, tls_ca_file, tls_cert, tls_key, cpu_workers, gpus, workers,
+        batch_size, sources_file, targets_file, predecessors, compression, resume, overwrite,
+        scheduler, scheduler_file, tls_ca_file, tls_cert, tls_key, cpu_workers, gpus, workers,
         no_dashboard,
         performance_report, quiet):
     """Compute shortest-path distances from every source of GRAPH into a Zarr store."""
@@ -139,6 +143,7 @@ def run(graph, out, fmt, directed, unweighted, weight_column, algorithm, backend
                              backend="hybrid" if cpu_workers else backend,
                              dtype=dtype, sources=sources, targets=targets,
                              batch_size=batch_size, predecessors=predecessors,
+                             compression=compression,
                              resume=resume, overwrite=overwrite, on_start=on_start,
                              on_progress=lambda r, done, total: bar.update(done, r))
         n_workers = len(client.scheduler_info()["workers"])
@@ -159,8 +164,13 @@ def _summary(out, report, n_workers, size):
     click.echo(f"  done: {report.rows_run:,} rows in {report.seconds:.2f} s "
                f"({report.rows_per_second:,.0f} rows/s) on {n_workers} workers; "
                f"worker time: compute {report.compute_s:.2f} s, write {report.write_s:.2f} s")
+    busy = report.gpu_busy()
     for worker, count in sorted(report.per_worker.items()):
-        click.echo(f"    {worker}: {count} batches")
+        line = f"    {worker}: {count} batches, writing {report.worker_write_s[worker]:.2f} s"
+        if worker in busy:
+            line += (f", GPU busy {busy[worker]:.0%} of the wall time "
+                     f"({report.gpu_s[worker]:.2f} s of kernels)")
+        click.echo(line)
     if len(report.per_backend) > 1:
         click.echo("  rows by backend: " + ", ".join(
             f"{k} {v:,}" for k, v in sorted(report.per_backend.items())))

@@ -30,6 +30,8 @@ __all__ = ["get_backend", "run_job", "plan_job", "JobReport", "run_batch"]
 
 #: Seconds to wait for the first worker of an attached cluster.
 WORKER_WAIT_S = 120
+#: Most seconds between two records of finished batches in the store.
+PROGRESS_EVERY_S = 0.5
 
 _BACKENDS: dict[str, Backend] = {}
 _JOBS: dict[tuple[str, str], tuple] = {}
@@ -92,16 +94,24 @@ def run_batch(store_path: str, fingerprint: str, batch: int, start: int, stop: i
         backend = _local_backend()
         if backend == "cpu":
             algorithm = cpu_algorithm
+    # A GPU block stays on the device: the writer cuts it into chunks there and
+    # stages them through pinned buffers (mgapsp.writer).
+    extra = {"device": True} if backend == "gpu" else {}
     result = get_backend(backend).distances(
         graph, sources[start:stop], algorithm=algorithm, dtype=np.dtype(dtype),
-        predecessors=predecessors, potentials=potentials)
+        predecessors=predecessors, potentials=potentials, **extra)
     if targets is not None:
-        result.distances = result.distances[:, targets]
+        from ._kernels.staging import select_columns
+
+        result.distances = select_columns(result.distances, targets)
     t1 = time.perf_counter()
-    store.write_block(start, result.distances, result.predecessors)
+    written = store.write_block(start, result.distances, result.predecessors)
     t2 = time.perf_counter()
+    result.distances = result.predecessors = None
     return {"batch": batch, "rows": stop - start, "compute_s": t1 - t0,
             "write_s": t2 - t1, "worker": _worker_name(), "backend": backend,
+            "copy_s": written["copy_s"], "stored_bytes": written["bytes"],
+            "t_start": time.time() - (t2 - t0), "t_end": time.time(),
             **(result.stats or {})}
 
 
@@ -158,10 +168,21 @@ class JobReport:
     per_backend: Counter = field(default_factory=Counter)
     compute_s: float = 0.0
     write_s: float = 0.0
+    #: device seconds (CUDA events) of each GPU worker's batches
+    gpu_s: Counter = field(default_factory=Counter)
+    #: seconds each worker spent writing its blocks
+    worker_write_s: Counter = field(default_factory=Counter)
+    stored_bytes: int = 0
 
     @property
     def rows_per_second(self) -> float:
         return self.rows_run / self.seconds if self.seconds > 0 else 0.0
+
+    def gpu_busy(self) -> dict[str, float]:
+        """Fraction of the job's wall time each GPU worker's device was computing."""
+        if self.seconds <= 0:
+            return {}
+        return {w: min(1.0, s / self.seconds) for w, s in self.gpu_s.items()}
 
 
 def plan_job(graph: Graph, *, algorithm: str, backend: str, dtype: str, sources,
@@ -226,7 +247,7 @@ def _gpu_sizer():
 
 def run_job(graph: Graph, out, client, *, algorithm: str = "auto", backend: str = "auto",
             dtype: str = "float32", sources=None, targets=None,
-            batch_size: int | None = None,
+            batch_size: int | None = None, compression: str = "lz4",
             predecessors: bool = False, resume: bool = False, overwrite: bool = False,
             on_start: Callable[[JobReport], None] | None = None,
             on_progress: Callable[[JobReport, int, int], None] | None = None) -> JobReport:
@@ -293,7 +314,7 @@ def run_job(graph: Graph, out, client, *, algorithm: str = "auto", backend: str 
             fut.release()
     if not existing:
         store = Store.create(out, graph, plan, overwrite=overwrite,
-                             potentials=potentials)
+                             potentials=potentials, compression=compression)
 
     done = store.done_mask()
     report = JobReport(plan=plan, store=store, resumed_batches=int(done.sum()))
@@ -313,32 +334,55 @@ def run_job(graph: Graph, out, client, *, algorithm: str = "auto", backend: str 
     queue = iter(todo)
     pending = as_completed([submit(b) for _, b in zip(range(in_flight), queue)])
     n_done = int(done.sum())
+    # Finished batches are recorded in the store at most every PROGRESS_EVERY_S (and
+    # at the end, or when the job fails): a record per batch cost the client a
+    # rewrite of batch_done and the attributes each time, in the loop that hands out
+    # work.  A killed driver loses at most that long of records; those batches are
+    # computed again on --resume.
+    unrecorded: list[int] = []
+    recorded_at = time.perf_counter()
+
+    def record(final: bool = False):
+        nonlocal recorded_at
+        if unrecorded:
+            store.mark_done(unrecorded, rows_done, n_done,
+                            complete=final and n_done == plan.n_batches)
+            unrecorded.clear()
+        recorded_at = time.perf_counter()
+
     try:
         for fut in pending:
             try:
                 stats = fut.result()
             finally:
                 fut.release()
+            nxt = next(queue, None)
+            if nxt is not None:
+                pending.add(submit(nxt))
             n_done += 1
             rows_done += stats["rows"]
+            unrecorded.append(stats["batch"])
             report.batches_run += 1
             report.rows_run += stats["rows"]
             report.per_worker[stats["worker"]] += 1
             report.per_backend[stats["backend"]] += stats["rows"]
             report.compute_s += stats["compute_s"]
             report.write_s += stats["write_s"]
+            report.worker_write_s[stats["worker"]] += stats["write_s"]
+            report.stored_bytes += stats.get("stored_bytes", 0)
+            if "gpu_s" in stats:
+                report.gpu_s[stats["worker"]] += stats["gpu_s"]
             report.seconds = time.perf_counter() - t0
-            store.mark_done([stats["batch"]], rows_done, n_done,
-                            complete=n_done == plan.n_batches)
+            if time.perf_counter() - recorded_at >= PROGRESS_EVERY_S:
+                record()
             if on_progress:
                 on_progress(report, rows_done, plan.n_sources)
-            nxt = next(queue, None)
-            if nxt is not None:
-                pending.add(submit(nxt))
     except BaseException:
         for fut in list(pending.futures):
             fut.cancel()
+        record()
         raise
+    record(final=True)
     report.seconds = time.perf_counter() - t0
     if n_done == plan.n_batches:
         store.mark_done([], rows_done, n_done, complete=True, extra={

@@ -23,7 +23,10 @@ DTYPES = ("float32", "float64")
 DENSE_FRACTION = 0.1
 #: Largest graph for which auto picks Floyd-Warshall: the n*n matrix stays small.
 DENSE_MAX_VERTICES = {"cpu": 4096, "gpu": 16384}
-#: Target size of one stored chunk, in elements (32 MiB of float32).
+#: Target size of one stored chunk, in elements (32 MiB of float32).  8 MiB chunks
+#: compressed faster in a bare thread pool but made whole GPU jobs slower (p2p-
+#: Gnutella31 on nvidia-h200-x4, one GPU: 24-28k rows/s against 40-50k), the cost
+#: of four times as many chunk files (bench/write_path_notes.md).
 CHUNK_ELEMENTS = 8 * 2**20
 
 
