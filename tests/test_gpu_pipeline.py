@@ -81,7 +81,7 @@ def test_gpus_option_picks_devices(data_dir, tmp_path):
     proc = mgapsp_cli("run", data_dir / "rome99.gr", "-o", out, "--gpus", "1",
                       "--no-dashboard", "-q", "--batch-size", "256")
     assert "on gpu" in proc.stdout
-    assert proc.stdout.count(" batches\n") == 1, proc.stdout  # one worker took them all
+    assert proc.stdout.count(" batches, writing") == 1, proc.stdout  # one took them all
     assert "ok" in mgapsp_cli("verify", out, "--samples", "32").stdout
 
 
@@ -94,3 +94,32 @@ def test_hybrid_gpu_and_cpu_workers(data_dir, tmp_path):
                       "4", "--batch-size", "64", "--no-dashboard", "-q")
     assert "on gpu +" in proc.stdout and "rows by backend: cpu" in proc.stdout, proc.stdout
     assert "ok" in mgapsp_cli("verify", out, "--all").stdout
+
+
+def test_dashboard_shows_batches_and_gpus(data_dir, tmp_path):
+    """What a user watching the dashboard sees: one task-stream entry per batch named
+    apsp-batch-<i>, each worker's GPU memory and utilization (NVML metrics, and the
+    dashboard's GPU pages answer), and the report's per-GPU busy fraction."""
+    import urllib.request
+
+    from distributed import Client, get_task_stream
+    from dask_cuda import LocalCUDACluster
+
+    g = mgapsp.read_graph(data_dir / "p2p-Gnutella08.txt")
+    with LocalCUDACluster(dashboard_address="127.0.0.1:0", threads_per_worker=2) as cluster, \
+            Client(cluster) as client:
+        with get_task_stream(client) as ts:
+            report = run_job(g, tmp_path / "dash.zarr", client, batch_size=512)
+        batch_keys = {t["key"].rsplit("-", 1)[0] for t in ts.data
+                      if t["key"].startswith("apsp-batch-")}
+        assert batch_keys == {f"apsp-batch-{i}" for i in range(report.plan.n_batches)}
+        for info in client.scheduler_info()["workers"].values():
+            metrics = info["metrics"]   # NVML, sampled by each worker's heartbeat
+            assert 0 < metrics["gpu_memory_used"] <= metrics["gpu-memory-total"]
+            assert 0 <= metrics["gpu_utilization"] <= 100
+        base = client.dashboard_link.rsplit("/", 1)[0]
+        for page in ("individual-gpu-memory", "individual-gpu-utilization"):
+            with urllib.request.urlopen(f"{base}/{page}", timeout=30) as resp:
+                assert resp.status == 200
+    busy = report.gpu_busy()
+    assert set(busy) == set(report.per_worker) and all(0 < b <= 1 for b in busy.values())
