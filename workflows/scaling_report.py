@@ -23,21 +23,27 @@ import mgapsp
 from mgapsp.api import resolve_backend
 from mgapsp.cluster import connect, gpu_count
 from mgapsp.pipeline import run_job
+from mgapsp.writer import write_threads
 
 
-def measure(graph, backend, workers, sources, batch_size, scratch):
+def measure(graph, backend, workers, sources, batch_size, scratch, compression="lz4"):
     with connect(backend=backend, n_workers=workers, dashboard=False) as client:
         client.wait_for_workers(workers, timeout=120)
         # Warm-up: compile kernels and load the graph on every worker.
         run_job(graph, scratch / "warm.zarr", client, backend=backend, overwrite=True,
                 sources=sources[:batch_size * workers], batch_size=batch_size)
         report = run_job(graph, scratch / "job.zarr", client, backend=backend,
-                         overwrite=True, sources=sources, batch_size=batch_size)
-    busy = report.compute_s / (report.seconds * workers) if report.seconds else 0.0
+                         overwrite=True, sources=sources, batch_size=batch_size,
+                         compression=compression)
+        threads = client.run(write_threads)
+    gpu = report.gpu_busy()
     return {"workers": workers, "rows": report.rows_run, "seconds": report.seconds,
             "rows_per_s": report.rows_per_second, "batches": report.batches_run,
-            "per_worker": dict(report.per_worker), "compute_busy_fraction": busy,
-            "write_s": report.write_s}
+            "batch_size": batch_size, "per_worker": dict(report.per_worker),
+            "gpu_busy": gpu,
+            "gpu_busy_mean": float(np.mean(list(gpu.values()))) if gpu else None,
+            "write_s_per_worker": dict(report.worker_write_s),
+            "write_threads": threads, "stored_bytes": report.stored_bytes}
 
 
 def plot(points, title, path):
@@ -71,6 +77,7 @@ def main(argv=None) -> int:
     parser.add_argument("--sources", type=int, default=None,
                         help="rows per job (default: every vertex)")
     parser.add_argument("--batch-size", type=int, default=None)
+    parser.add_argument("--compression", default="lz4", choices=["lz4", "zstd", "none"])
     args = parser.parse_args(argv)
 
     backend = resolve_backend(args.backend)
@@ -79,29 +86,39 @@ def main(argv=None) -> int:
               else sorted({min(2 ** i, most) for i in range(most.bit_length() + 1)}))
     graph = mgapsp.read_graph(args.graph)
     sources = graph.vertex_ids if args.sources is None else graph.vertex_ids[:args.sources]
-    batch = args.batch_size or (1024 if backend == "gpu" else 64)
+    batch = args.batch_size or (2048 if backend == "gpu" else 64)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     scratch = Path(tempfile.mkdtemp(prefix="mgapsp-scaling-"))
     points = []
     try:
         for k in counts:
-            p = measure(graph, backend, k, np.asarray(sources), batch, scratch)
+            p = measure(graph, backend, k, np.asarray(sources), batch, scratch,
+                        args.compression)
             points.append(p)
             print(f"{k:3d} {backend} workers: {p['rows']:,} rows in {p['seconds']:.2f} s = "
                   f"{p['rows_per_s']:,.0f} rows/s (x{p['rows_per_s'] / points[0]['rows_per_s']:.2f})"
-                  f", compute busy {p['compute_busy_fraction']:.0%}", flush=True)
+                  + (f", GPU busy {p['gpu_busy_mean']:.0%} (mean of workers)"
+                     if p["gpu_busy_mean"] is not None else ""), flush=True)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
-    title = f"{graph.name}: {len(sources):,} rows, {backend}"
+    title = f"{graph.name}: {len(sources):,} rows, {backend}, {args.compression}"
     (out / "scaling.json").write_text(json.dumps({"graph": graph.name, "backend": backend,
                                                   "points": points}, indent=1))
-    lines = [f"# Scaling: {title}", "", "| workers | rows/s | speed-up | seconds | "
-             "compute busy |", "|---|---|---|---|---|"]
+    lines = [f"# Scaling: {title}", "",
+             "End to end: kernels, staging to the host, compression and Zarr writes of "
+             "every row; the wall time of the job after a warm-up job on the same "
+             "cluster.  GPU busy: each worker's kernel time (CUDA events) over the wall "
+             "time.", "",
+             "| workers | rows/s | speed-up | seconds | batches of | GPU busy (per worker) "
+             "| write threads per worker | stored |", "|---|---|---|---|---|---|---|---|"]
     for p in points:
+        busy = ", ".join(f"{v:.0%}" for v in p["gpu_busy"].values()) or "-"
+        threads = sorted(set(p["write_threads"].values()))
         lines.append(f"| {p['workers']} | {p['rows_per_s']:,.0f} | "
                      f"{p['rows_per_s'] / points[0]['rows_per_s']:.2f}x | {p['seconds']:.2f} | "
-                     f"{p['compute_busy_fraction']:.0%} |")
+                     f"{p['batch_size']} | {busy} | {', '.join(map(str, threads))} | "
+                     f"{p['stored_bytes'] / 2**20:,.0f} MiB |")
     (out / "scaling.md").write_text("\n".join(lines) + "\n")
     plot(points, title, out / "scaling.png")
     print(f"wrote {out / 'scaling.md'} and {out / 'scaling.png'}")
