@@ -96,10 +96,9 @@ def run_batch(store_path: str, fingerprint: str, batch: int, start: int, stop: i
             algorithm = cpu_algorithm
     # A GPU block stays on the device: the writer cuts it into chunks there and
     # stages them through pinned buffers (mgapsp.writer).
-    extra = {"device": True} if backend == "gpu" else {}
     result = get_backend(backend).distances(
         graph, sources[start:stop], algorithm=algorithm, dtype=np.dtype(dtype),
-        predecessors=predecessors, potentials=potentials, **extra)
+        predecessors=predecessors, potentials=potentials, device=True)
     if targets is not None:
         from ._kernels.staging import select_columns
 
@@ -107,12 +106,9 @@ def run_batch(store_path: str, fingerprint: str, batch: int, start: int, stop: i
     t1 = time.perf_counter()
     written = store.write_block(start, result.distances, result.predecessors)
     t2 = time.perf_counter()
-    result.distances = result.predecessors = None
     return {"batch": batch, "rows": stop - start, "compute_s": t1 - t0,
             "write_s": t2 - t1, "worker": _worker_name(), "backend": backend,
-            "copy_s": written["copy_s"], "stored_bytes": written["bytes"],
-            "t_start": time.time() - (t2 - t0), "t_end": time.time(),
-            **(result.stats or {})}
+            "stored_bytes": written["bytes"], **(result.stats or {})}
 
 
 def _local_backend() -> str:
@@ -167,7 +163,6 @@ class JobReport:
     per_worker: Counter = field(default_factory=Counter)
     per_backend: Counter = field(default_factory=Counter)
     compute_s: float = 0.0
-    write_s: float = 0.0
     #: device seconds (CUDA events) of each GPU worker's batches
     gpu_s: Counter = field(default_factory=Counter)
     #: seconds each worker spent writing its blocks
@@ -177,6 +172,11 @@ class JobReport:
     @property
     def rows_per_second(self) -> float:
         return self.rows_run / self.seconds if self.seconds > 0 else 0.0
+
+    @property
+    def write_s(self) -> float:
+        """Seconds all workers together spent writing blocks."""
+        return sum(self.worker_write_s.values())
 
     def gpu_busy(self) -> dict[str, float]:
         """Fraction of the job's wall time each GPU worker's device was computing."""
@@ -342,11 +342,10 @@ def run_job(graph: Graph, out, client, *, algorithm: str = "auto", backend: str 
     unrecorded: list[int] = []
     recorded_at = time.perf_counter()
 
-    def record(final: bool = False):
+    def record():
         nonlocal recorded_at
         if unrecorded:
-            store.mark_done(unrecorded, rows_done, n_done,
-                            complete=final and n_done == plan.n_batches)
+            store.mark_done(unrecorded, rows_done, n_done)
             unrecorded.clear()
         recorded_at = time.perf_counter()
 
@@ -367,9 +366,8 @@ def run_job(graph: Graph, out, client, *, algorithm: str = "auto", backend: str 
             report.per_worker[stats["worker"]] += 1
             report.per_backend[stats["backend"]] += stats["rows"]
             report.compute_s += stats["compute_s"]
-            report.write_s += stats["write_s"]
             report.worker_write_s[stats["worker"]] += stats["write_s"]
-            report.stored_bytes += stats.get("stored_bytes", 0)
+            report.stored_bytes += stats["stored_bytes"]
             if "gpu_s" in stats:
                 report.gpu_s[stats["worker"]] += stats["gpu_s"]
             report.seconds = time.perf_counter() - t0
@@ -382,7 +380,7 @@ def run_job(graph: Graph, out, client, *, algorithm: str = "auto", backend: str 
             fut.cancel()
         record()
         raise
-    record(final=True)
+    record()
     report.seconds = time.perf_counter() - t0
     if n_done == plan.n_batches:
         store.mark_done([], rows_done, n_done, complete=True, extra={

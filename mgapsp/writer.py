@@ -194,10 +194,10 @@ def _submit(pool, lay: _Layout, block, device: bool, i: int, cr: int, cc: int,
 
         t = time.perf_counter()
         groups = chunk_groups(block.astype(lay.dtype, copy=False), cr, cc, lay.fill, wait)
-        for slot_i, (first, tiles) in enumerate(groups):
+        for slot, first, tiles in groups:
             copy_s += time.perf_counter() - t
             fs = [pool.submit(lay.put, i, first + k, tiles[k]) for k in range(len(tiles))]
-            in_slot[slot_i % 2] = fs
+            in_slot[slot] = fs
             futures.extend(fs)
             t = time.perf_counter()
     else:

@@ -69,14 +69,14 @@ def _stage() -> _Stage:
 
 
 def chunk_groups(block, chunk_rows: int, chunk_cols: int, fill,
-                 wait: Callable[[int], None]) -> Iterator[tuple[int, np.ndarray]]:
-    """Yield ``(first column chunk, tiles)`` for the device ``block``.
+                 wait: Callable[[int], None]) -> Iterator[tuple[int, int, np.ndarray]]:
+    """Yield ``(slot, first column chunk, tiles)`` for the device ``block``.
 
     ``tiles`` is a host array of shape ``(g, chunk_rows, chunk_cols)``: whole chunks
-    ``first .. first + g`` of the block's row of chunks, in page-locked memory that is
-    reused two groups later.  Before reusing a buffer the generator calls
-    ``wait(slot)``: the caller must then be done with the tiles it was given from that
-    slot (``slot`` alternates 0, 1).
+    ``first .. first + g`` of the block's row of chunks, in the page-locked buffer
+    ``slot`` (0 or 1, alternating), reused two groups later.  Before reusing a buffer
+    the generator calls ``wait(slot)``: the caller must then be done with the tiles
+    it was given from that slot.
     """
     cupy = _cupy()
     rows, n = block.shape
@@ -113,7 +113,7 @@ def chunk_groups(block, chunk_rows: int, chunk_cols: int, fill,
             host = host.reshape(tiles.shape)
             tiles.get(out=host, stream=st.stream, blocking=True)
             del tiles
-            yield first, host
+            yield slot, first, host
             slot ^= 1
 
 

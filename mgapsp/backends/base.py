@@ -60,10 +60,13 @@ class Backend(ABC):
         dtype: np.dtype,
         predecessors: bool = False,
         potentials: np.ndarray | None = None,
+        device: bool = False,
     ) -> BatchResult:
         """Distances from each of ``sources`` (internal indices) to every vertex.
 
-        ``potentials`` is given for ``johnson`` (computed once per job).
+        ``potentials`` is given for ``johnson`` (computed once per job).  With
+        ``device=True`` a backend may return its blocks as arrays of its own device
+        (the pipeline's writer stages them); NumPy arrays are always accepted.
         """
 
     @abstractmethod

@@ -37,7 +37,8 @@ class CPUBackend(Backend):
         return bellman_ford_potentials(graph)
 
     def distances(self, graph, sources, *, algorithm, dtype, predecessors=False,
-                  potentials=None) -> BatchResult:
+                  potentials=None, device=False) -> BatchResult:
+        # ``device`` changes nothing: the host is this backend's device
         sources = np.asarray(sources, dtype=np.int64)
         dtype = np.dtype(dtype)
         if algorithm == "dijkstra":
