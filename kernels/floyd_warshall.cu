@@ -36,6 +36,14 @@
 //             so phase 2 is the same register-tiled kernel as phase 3.  Column-panel
 //             blocks also write their new values into At, for phase 3.
 //             mode 3 (phase 3): every other tile, D[I, J] = min(D[I, J], At (x) D[K, J]).
+// Rows across devices (fw.py's floyd_warshall_slab): a rank holds rows [rlo, rhi) of D,
+// addressed by global row (the host passes D and At shifted back by rlo rows), slab
+// boundaries multiples of B.  fw_pack transposes only those rows; fw_mp_* takes the
+// rows and the B operand of the column panel and of phase 3 as arguments (rlo, rhi,
+// Kp = rows K of D, or the pivot rows received from their owner, pitch kpp words),
+// and two more modes split phase 2: mode 4 the row panel alone (on the owner, before
+// it broadcasts rows K), mode 5 the column panel alone (every rank, after).  On one
+// device rlo = 0, rhi = n and Kp = D + K0 * lda.
 // The min-plus kernel: a BM x BNW-word output tile per block of 256 threads, TM x TNW
 // words per thread (rows ty*VEC + g*BM/MG, columns tx*VEC + g*BNW/NG, VEC words = 16
 // bytes, so every shared-memory read is one 16-byte load), k staged through shared
@@ -452,19 +460,23 @@ __device__ __forceinline__ void fw_phase1_reg(typename Op::T* D, i64 lda, int n,
 }
 
 // ---------------------------------------------------------------------------------
-// pack: At[k][i] = a_word(D[min(i, n-1)][min(K0+k, n-1)]) for k < B, i < Mpad; and
-// the snapshot Rw[k][w] = word w of row min(K0+k, n-1).  With predecessors also
+// pack: At[k][i] = a_word(D[min(i, rhi-1)][min(K0+k, n-1)]) for k < B and the Mpad rows
+// i = rlo, rlo + 1, ... (a multiple of 32; At is addressed by global row: on a slab
+// the host passes a pointer to "row 0" of its buffer); and, when the grid covers it,
+// the snapshot
+// Rw[k][w] = word w of row min(K0+k, n-1).  With predecessors also
 // AtH (transposed hop counts, pitch atp) and the snapshots Prw, RwH (pitch prwp).
 // ---------------------------------------------------------------------------------
 template <class T, class W, class F>
-__device__ __forceinline__ void transpose_tile(const T* D, i64 lda, int n, int K0, int i0,
-                                               int k0, W* At, i64 atp, T (*tile)[33], F conv)
+__device__ __forceinline__ void transpose_tile(const T* D, i64 lda, int n, int rhi, int K0,
+                                               int i0, int k0, W* At, i64 atp, T (*tile)[33],
+                                               F conv)
 {
     const int tx = threadIdx.x % 32, ty = threadIdx.x / 32;   // 32 x 8
     const i64 kcol = imin(K0 + k0 + tx, n - 1);
 #pragma unroll
     for (int r = 0; r < 32; r += 8) {
-        const i64 i = imin(i0 + ty + r, n - 1);
+        const i64 i = imin(i0 + ty + r, rhi - 1);
         tile[ty + r][tx] = D[i * lda + kcol];
     }
     __syncthreads();
@@ -475,8 +487,9 @@ __device__ __forceinline__ void transpose_tile(const T* D, i64 lda, int n, int K
 
 template <class Op, bool WP>
 __device__ __forceinline__ void fw_pack(const typename Op::T* D, i64 lda, const int* P,
-                                        i64 ldp, const int* H, i64 ldh, int n, int K0, int B,
-                                        int Mpad, typename Op::W* At, i64 atp,
+                                        i64 ldp, const int* H, i64 ldh, int n, int rlo,
+                                        int rhi, int K0, int B, int Mpad,
+                                        typename Op::W* At, i64 atp,
                                         typename Op::W* Rw, i64 rwp, int* Prw, i64 prwp,
                                         int* AtH, int* RwH)
 {
@@ -489,14 +502,16 @@ __device__ __forceinline__ void fw_pack(const typename Op::T* D, i64 lda, const 
     const int nA = ntiles_i * (B / 32);
     int b = blockIdx.x;
     if (b < nA) {
-        transpose_tile(D, lda, n, K0, (b % ntiles_i) * 32, (b / ntiles_i) * 32, At, atp, tile,
+        transpose_tile(D, lda, n, rhi, K0, rlo + (b % ntiles_i) * 32, (b / ntiles_i) * 32,
+                       At, atp, tile,
                        [](T x) { return Op::a_word(x); });
         return;
     }
     b -= nA;
     if (WP) {
         if (b < nA) {
-            transpose_tile(H, ldh, n, K0, (b % ntiles_i) * 32, (b / ntiles_i) * 32, AtH, atp,
+            transpose_tile(H, ldh, n, rhi, K0, rlo + (b % ntiles_i) * 32, (b / ntiles_i) * 32,
+                           AtH, atp,
                            reinterpret_cast<int (*)[33]>(tileh), [](int x) { return x; });
             return;
         }
@@ -533,7 +548,8 @@ __device__ __forceinline__ void fw_minplus(typename Op::T* D, i64 lda, int* P, i
                                            typename Op::W* At, i64 atp,
                                            const typename Op::W* Rw, i64 rwp,
                                            const int* Prw, i64 prwp, int* AtH,
-                                           const int* RwH, int mode)
+                                           const int* RwH, int rlo, int rhi,
+                                           const typename Op::W* Kp, i64 kpp, int mode)
 {
     typedef typename Op::T T;
     typedef typename Op::W W;
@@ -565,16 +581,16 @@ __device__ __forceinline__ void fw_minplus(typename Op::T* D, i64 lda, int* P, i
     i64 pp, hp;
     bool write_at = false;
     if (mode == 3) {
-        i0 = blockIdx.y * BM;
+        i0 = rlo + blockIdx.y * BM;
         j0w = blockIdx.x * BNW;
         if (i0 >= K0 && i0 < K0 + B) return;
         if (j0w * EPW >= K0 && j0w * EPW < K0 + B) return;
-        Bsrc = Wd + (i64)K0 * ldw; bp = ldw;
+        Bsrc = Kp; bp = kpp;
         Psrc = P + (i64)K0 * ldp; pp = ldp;
         Hsrc = H + (i64)K0 * ldh; hp = ldh;
     } else {
         const int ntj = (nw + BNW - 1) / BNW;
-        const int nrow = (B / BM) * ntj;
+        const int nrow = mode == 5 ? 0 : (B / BM) * ntj;
         int b = blockIdx.x;
         if (b < nrow) {                       // row panel D[K, J]
             i0 = K0 + (b / ntj) * BM;
@@ -586,12 +602,13 @@ __device__ __forceinline__ void fw_minplus(typename Op::T* D, i64 lda, int* P, i
             Hsrc = RwH; hp = prwp;
         } else {                              // column panel D[I, K]
             b -= nrow;
+            if (mode == 4) return;
             const int ncb = B / (BNW * EPW);
-            i0 = (b / ncb) * BM;
+            i0 = rlo + (b / ncb) * BM;
             j0w = K0 / EPW + (b % ncb) * BNW;
             if (i0 >= K0 && i0 < K0 + B) return;
-            if (i0 >= n || j0w >= nw) return;
-            Bsrc = Wd + (i64)K0 * ldw; bp = ldw;
+            if (i0 >= rhi || j0w >= nw) return;
+            Bsrc = Kp; bp = kpp;
             Psrc = P + (i64)K0 * ldp; pp = ldp;
             Hsrc = H + (i64)K0 * ldh; hp = ldh;
             write_at = true;
@@ -607,14 +624,14 @@ __device__ __forceinline__ void fw_minplus(typename Op::T* D, i64 lda, int* P, i
     W acc[TM][TNW];
     int kid[WP ? TM : 1][WP ? TNW : 1];
     int acch[WP ? TM : 1][WP ? TNW : 1];
-    const bool cvec = !WP && (ldw % VEC == 0) && (((u64)Wd & 15) == 0) && (i0 + BM <= n)
+    const bool cvec = !WP && (ldw % VEC == 0) && (((u64)Wd & 15) == 0) && (i0 + BM <= rhi)
                       && (j0w + BNW <= nwfull);
 #pragma unroll
     for (int gm = 0; gm < MG; ++gm)
 #pragma unroll
         for (int vm = 0; vm < VEC; ++vm) {
             const int mi = gm * VEC + vm;
-            const i64 row = imin(i0 + gm * RSTEP + ty * VEC + vm, n - 1);
+            const i64 row = imin(i0 + gm * RSTEP + ty * VEC + vm, rhi - 1);
 #pragma unroll
             for (int gn = 0; gn < NG; ++gn) {
                 const int col0 = j0w + gn * CSTEP + tx * VEC;
@@ -793,7 +810,7 @@ __device__ __forceinline__ void fw_minplus(typename Op::T* D, i64 lda, int* P, i
         for (int vm = 0; vm < VEC; ++vm) {
             const int mi = gm * VEC + vm;
             const int row = i0 + gm * RSTEP + ty * VEC + vm;
-            if (row >= n) continue;
+            if (row >= rhi) continue;
 #pragma unroll
             for (int gn = 0; gn < NG; ++gn) {
                 const int col0 = j0w + gn * CSTEP + tx * VEC;
@@ -855,12 +872,14 @@ __device__ __forceinline__ void fw_minplus(typename Op::T* D, i64 lda, int* P, i
 
 // ---------------------------------------------------------------------------------
 // after an integer run: the distances as floats (entries above `thr` are "no path",
-// +inf), and the count of entries in [lo, hi) (the check of a speculative run)
+// +inf), and the count of entries in [lo, hi) (the check of a speculative run); both
+// over `rows` rows of n columns
 // ---------------------------------------------------------------------------------
 template <class T, class F>
-__device__ __forceinline__ void fw_to_float(const T* D, i64 lda, F* out, i64 n, int thr)
+__device__ __forceinline__ void fw_to_float(const T* D, i64 lda, F* out, i64 rows, i64 n,
+                                            int thr)
 {
-    const i64 total = n * n;
+    const i64 total = rows * n;
     for (i64 e = (i64)blockIdx.x * blockDim.x + threadIdx.x; e < total;
          e += (i64)gridDim.x * blockDim.x) {
         const i64 i = e / n, j = e - i * n;
@@ -870,10 +889,10 @@ __device__ __forceinline__ void fw_to_float(const T* D, i64 lda, F* out, i64 n, 
 }
 
 template <class T>
-__device__ __forceinline__ void fw_count_range(const T* D, i64 lda, i64 n, int lo, int hi,
-                                               u64* count)
+__device__ __forceinline__ void fw_count_range(const T* D, i64 lda, i64 rows, i64 n, int lo,
+                                               int hi, u64* count)
 {
-    const i64 total = n * n;
+    const i64 total = rows * n;
     u64 c = 0;
     for (i64 e = (i64)blockIdx.x * blockDim.x + threadIdx.x; e < total;
          e += (i64)gridDim.x * blockDim.x) {
@@ -900,22 +919,23 @@ __device__ __forceinline__ void fw_count_range(const T* D, i64 lda, i64 n, int l
 #define FW_PACK(NAME, OP, WP)                                                               \
     extern "C" __global__ void __launch_bounds__(FW_PACK_THREADS)                          \
     NAME(const OP::T* D, i64 lda, const int* P, i64 ldp, const int* H, i64 ldh, int n,     \
-         int K0, int B, int Mpad, OP::W* At, i64 atp, OP::W* Rw, i64 rwp, int* Prw,         \
-         i64 prwp, int* AtH, int* RwH)                                                     \
+         int rlo, int rhi, int K0, int B, int Mpad, OP::W* At, i64 atp, OP::W* Rw, i64 rwp, \
+         int* Prw, i64 prwp, int* AtH, int* RwH)                                           \
     {                                                                                      \
-        fw_pack<OP, WP>(D, lda, P, ldp, H, ldh, n, K0, B, Mpad, At, atp, Rw, rwp, Prw,     \
-                        prwp, AtH, RwH);                                                   \
+        fw_pack<OP, WP>(D, lda, P, ldp, H, ldh, n, rlo, rhi, K0, B, Mpad, At, atp, Rw, rwp, \
+                        Prw, prwp, AtH, RwH);                                              \
     }
 
 #define FW_MP(NAME, OP, B, BM, BNW, TM, TNW, KS, ST, KU, WP)                                \
     extern "C" __global__ void __launch_bounds__(FW_MP_THREADS, 2)                         \
     NAME(OP::T* D, i64 lda, int* P, i64 ldp, int* H, i64 ldh, int n, int K0, OP::W* At,    \
          i64 atp, const OP::W* Rw, i64 rwp, const int* Prw, i64 prwp, int* AtH,            \
-         const int* RwH, int mode)                                                         \
+         const int* RwH, int rlo, int rhi, const OP::W* Kp, i64 kpp, int mode)             \
     {                                                                                      \
         fw_minplus<OP, B, BM, BNW, TM, TNW, KS, ST, KU, WP>(D, lda, P, ldp, H, ldh, n, K0, \
                                                             At, atp, Rw, rwp, Prw, prwp,   \
-                                                            AtH, RwH, mode);               \
+                                                            AtH, RwH, rlo, rhi, Kp, kpp,   \
+                                                            mode);                         \
     }
 
 // float32
@@ -952,15 +972,17 @@ FW_MP(fw_mp_i16_b256_128x128_t8x8_k32s3, OpI16x2, 256, 128, 128, 8, 8, 32, 3, 8,
 FW_MP(fw_mp_i16_b128_128x64_t8x4_k32s3, OpI16x2, 128, 128, 64, 8, 4, 32, 3, 8, false)
 
 // conversions and checks for the integer paths
-extern "C" __global__ void fw_i32_to_f32(const int* D, i64 lda, float* out, i64 n, int thr)
-{ fw_to_float<int, float>(D, lda, out, n, thr); }
-extern "C" __global__ void fw_i32_to_f64(const int* D, i64 lda, double* out, i64 n, int thr)
-{ fw_to_float<int, double>(D, lda, out, n, thr); }
-extern "C" __global__ void fw_i16_to_f32(const short* D, i64 lda, float* out, i64 n, int thr)
-{ fw_to_float<short, float>(D, lda, out, n, thr); }
-extern "C" __global__ void fw_i16_to_f64(const short* D, i64 lda, double* out, i64 n, int thr)
-{ fw_to_float<short, double>(D, lda, out, n, thr); }
-extern "C" __global__ void fw_count_range_i32(const int* D, i64 lda, i64 n, int lo, int hi, u64* count)
-{ fw_count_range<int>(D, lda, n, lo, hi, count); }
-extern "C" __global__ void fw_count_range_i16(const short* D, i64 lda, i64 n, int lo, int hi, u64* count)
-{ fw_count_range<short>(D, lda, n, lo, hi, count); }
+#define FW_TO_FLOAT(NAME, T, F)                                                             \
+    extern "C" __global__ void NAME(const T* D, i64 lda, F* out, i64 rows, i64 n, int thr) \
+    { fw_to_float<T, F>(D, lda, out, rows, n, thr); }
+#define FW_COUNT_RANGE(NAME, T)                                                             \
+    extern "C" __global__ void NAME(const T* D, i64 lda, i64 rows, i64 n, int lo, int hi,  \
+                                    u64* count)                                            \
+    { fw_count_range<T>(D, lda, rows, n, lo, hi, count); }
+
+FW_TO_FLOAT(fw_i32_to_f32, int, float)
+FW_TO_FLOAT(fw_i32_to_f64, int, double)
+FW_TO_FLOAT(fw_i16_to_f32, short, float)
+FW_TO_FLOAT(fw_i16_to_f64, short, double)
+FW_COUNT_RANGE(fw_count_range_i32, int)
+FW_COUNT_RANGE(fw_count_range_i16, short)
