@@ -164,6 +164,11 @@ def _summary(out, report, n_workers, size):
     click.echo(f"  done: {report.rows_run:,} rows in {report.seconds:.2f} s "
                f"({report.rows_per_second:,.0f} rows/s) on {n_workers} workers; "
                f"worker time: compute {report.compute_s:.2f} s, write {report.write_s:.2f} s")
+    fw = report.floyd_warshall
+    if fw:
+        click.echo(f"  floyd-warshall: {fw['ranks']} slab(s) of rows, {fw['method']}, "
+                   f"pivot rows exchanged through {fw['exchange']} "
+                   f"({fw['exchanged_bytes'] / 2**20:,.0f} MiB), {fw['seconds']:.2f} s")
     busy = report.gpu_busy()
     for worker, count in sorted(report.per_worker.items()):
         line = f"    {worker}: {count} batches, writing {report.worker_write_s[worker]:.2f} s"

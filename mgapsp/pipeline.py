@@ -20,13 +20,14 @@ from typing import Callable
 
 import numpy as np
 
-from .backends.base import Backend
+from . import fw_dist
+from .backends.base import Backend, BatchResult
 from .errors import InsufficientMemoryError, MgapspError, StoreError
 from .graph import Graph
 from .plan import DTYPES, JobPlan, choose_algorithm, choose_batch_size, column_chunk
 from .store import Store
 
-__all__ = ["get_backend", "run_job", "plan_job", "JobReport", "run_batch"]
+__all__ = ["get_backend", "run_job", "plan_job", "JobReport", "run_batch", "fw_by_slabs"]
 
 #: Seconds to wait for the first worker of an attached cluster.
 WORKER_WAIT_S = 120
@@ -82,23 +83,35 @@ def _job_inputs(store_path: str, fingerprint: str):
 
 def run_batch(store_path: str, fingerprint: str, batch: int, start: int, stop: int,
               backend: str, algorithm: str, dtype: str, predecessors: bool,
-              cpu_algorithm: str | None = None) -> dict:
+              cpu_algorithm: str | None = None, slab: bool = False) -> dict:
     """Worker task: compute rows ``start:stop`` of the store and write them.
 
     With ``backend="hybrid"`` the worker uses its GPU when it has one, else the CPU
-    backend with ``cpu_algorithm``.
+    backend with ``cpu_algorithm``.  With ``slab`` the rows come from this worker's
+    slab of a Floyd-Warshall run across workers (``mgapsp.fw_dist``).
     """
     t0 = time.perf_counter()
-    store, graph, potentials, sources, targets = _job_inputs(store_path, fingerprint)
-    if backend == "hybrid":
-        backend = _local_backend()
-        if backend == "cpu":
-            algorithm = cpu_algorithm
-    # A GPU block stays on the device: the writer cuts it into chunks there and
-    # stages them through pinned buffers (mgapsp.writer).
-    result = get_backend(backend).distances(
-        graph, sources[start:stop], algorithm=algorithm, dtype=np.dtype(dtype),
-        predecessors=predecessors, potentials=potentials, device=True)
+    result = None
+    if slab:
+        # rows of this worker's slab of the job's Floyd-Warshall (mgapsp.fw_dist); a
+        # worker that lacks them (it replaced a lost one) computes them below
+        rows = fw_dist.cached_rows(fingerprint, dtype, np.arange(start, stop))
+        if rows is not None:
+            store = fw_dist.open_store(store_path, fingerprint)
+            targets = store.target_index()
+            result = BatchResult(distances=rows, predecessors=None,
+                                 stats={"algorithm": algorithm, "cached": True})
+    if result is None:
+        store, graph, potentials, sources, targets = _job_inputs(store_path, fingerprint)
+        if backend == "hybrid":
+            backend = _local_backend()
+            if backend == "cpu":
+                algorithm = cpu_algorithm
+        # A GPU block stays on the device: the writer cuts it into chunks there and
+        # stages them through pinned buffers (mgapsp.writer).
+        result = get_backend(backend).distances(
+            graph, sources[start:stop], algorithm=algorithm, dtype=np.dtype(dtype),
+            predecessors=predecessors, potentials=potentials, device=True)
     if targets is not None:
         from ._kernels.staging import select_columns
 
@@ -168,6 +181,9 @@ class JobReport:
     #: seconds each worker spent writing its blocks
     worker_write_s: Counter = field(default_factory=Counter)
     stored_bytes: int = 0
+    #: a distributed Floyd-Warshall (mgapsp.fw_dist): ranks, exchange, method,
+    #: seconds (its wall time), exchanged_bytes; empty otherwise
+    floyd_warshall: dict = field(default_factory=dict)
 
     @property
     def rows_per_second(self) -> float:
@@ -183,6 +199,43 @@ class JobReport:
         if self.seconds <= 0:
             return {}
         return {w: min(1.0, s / self.seconds) for w, s in self.gpu_s.items()}
+
+
+def _floyd_warshall_slabs(client, store: Store, graph: Graph, plan: JobPlan,
+                          addresses: list[str], token: str, report: JobReport):
+    """Run the job's Floyd-Warshall as one slab per worker (mgapsp.fw_dist); returns
+    ``(bounds, address of each rank)`` for placing the batches."""
+    bounds = fw_dist.slab_bounds(graph.n, len(addresses), plan.batch_size)
+    ranks = addresses[:len(bounds)]
+    prefix = f"apsp-fw-{token}"
+    # GPU ranks exchange pivot rows with NCCL where every one has it (MGAPSP_FW_EXCHANGE
+    # = dask forces Dask's comms); CPU ranks through Dask
+    exchange = (os.environ.get("MGAPSP_FW_EXCHANGE", "nccl") if plan.backend == "gpu"
+                else "dask")
+    t0 = time.perf_counter()
+    info = fw_dist.job_info(graph, plan.dtype, plan.backend)
+    t_info = time.perf_counter() - t0
+    futures = [client.submit(fw_dist.fw_rank, store.path, graph.fingerprint, prefix, r,
+                             bounds, plan.backend, plan.dtype, info, tuple(ranks), exchange,
+                             key=f"{prefix}-{r}", workers=[addr], allow_other_workers=False,
+                             pure=False)
+               for r, addr in enumerate(ranks)]
+    try:
+        results = fw_dist.gather_ranks(client, futures, prefix)
+    finally:
+        for f in futures:
+            f.release()
+    report.floyd_warshall = {
+        "ranks": len(ranks), "exchange": results[0]["exchange"],
+        "method": results[0]["method"], "attempts": results[0].get("attempts", []),
+        "seconds": time.perf_counter() - t0, "info_s": t_info,
+        "exchanged_bytes": sum(r.get("exchanged_bytes", 0) for r in results),
+        "per_rank": results}
+    for r in results:
+        report.compute_s += r["seconds"]
+        if "gpu_s" in r:
+            report.gpu_s[r["worker"]] += r["gpu_s"]
+    return bounds, ranks
 
 
 def plan_job(graph: Graph, *, algorithm: str, backend: str, dtype: str, sources,
@@ -213,6 +266,7 @@ def plan_job(graph: Graph, *, algorithm: str, backend: str, dtype: str, sources,
     algorithm = choose_algorithm(graph, algorithm, backend_for_plan, len(sources),
                                  backend_algorithms(backend_for_plan))
     impl = get_backend("cpu") if backend == "cpu" else _gpu_sizer()
+    slabs = fw_by_slabs(algorithm, backend, predecessors, sources, graph.n)
     per_row = max(1, impl.memory_needed(graph, 1, algorithm=algorithm, dtype=dtype,
                                         predecessors=predecessors)
                   - impl.memory_needed(graph, 0, algorithm=algorithm, dtype=dtype,
@@ -221,21 +275,41 @@ def plan_job(graph: Graph, *, algorithm: str, backend: str, dtype: str, sources,
         batch_size = choose_batch_size(graph, len(sources), backend=backend_for_plan,
                                        n_workers=n_workers, bytes_per_row=per_row,
                                        memory=memory)
+        if slabs and batch_size >= fw_dist.SLAB_ALIGN:
+            # slabs are cut at multiples of lcm(batch, SLAB_ALIGN): keep it small
+            batch_size -= batch_size % fw_dist.SLAB_ALIGN
     elif batch_size < 1:
         raise MgapspError(f"batch size must be >= 1, got {batch_size}")
     batch_size = int(min(batch_size, len(sources)))
+    fw_rows = None
+    if slabs:
+        fw_rows = max(hi - lo for lo, hi in fw_dist.slab_bounds(graph.n, n_workers,
+                                                                 batch_size))
     needed = impl.memory_needed(graph, batch_size, algorithm=algorithm, dtype=dtype,
-                                predecessors=predecessors)
+                                predecessors=predecessors, fw_rows=fw_rows)
     if needed > memory:
-        raise InsufficientMemoryError(
-            f"{algorithm} on {graph.n} vertices and {graph.m} edges with batches of "
-            f"{batch_size} sources on the {backend} backend", needed, memory,
-            "use a smaller --batch-size" if batch_size > 1 else "")
+        if fw_rows is not None:
+            what = (f"floyd-warshall on {graph.n} vertices, {fw_rows} rows of the matrix "
+                    f"per worker on the {backend} backend")
+            hint = "use more workers, or dijkstra / johnson for a sparse graph"
+        else:
+            what = (f"{algorithm} on {graph.n} vertices and {graph.m} edges with batches "
+                    f"of {batch_size} sources on the {backend} backend")
+            hint = "use a smaller --batch-size" if batch_size > 1 else ""
+        raise InsufficientMemoryError(what, needed, memory, hint)
     return JobPlan(algorithm=algorithm, backend=backend, dtype=dtype,
                    batch_size=batch_size, sources=sources, predecessors=predecessors,
                    col_chunk=column_chunk(graph.n if targets is None else len(targets),
                                           batch_size),
                    targets=targets, cpu_algorithm=cpu_algorithm)
+
+
+def fw_by_slabs(algorithm: str, backend: str, predecessors: bool, sources: np.ndarray,
+                n: int) -> bool:
+    """Whether a job runs Floyd-Warshall as slabs across its workers (mgapsp.fw_dist):
+    every row in order, no predecessors, one kind of worker."""
+    return (algorithm == "floyd-warshall" and not predecessors and backend in ("cpu", "gpu")
+            and len(sources) == n and bool((sources == np.arange(n)).all()))
 
 
 def _gpu_sizer():
@@ -324,12 +398,23 @@ def run_job(graph: Graph, out, client, *, algorithm: str = "auto", backend: str 
         on_start(report)
     in_flight = max(2, 2 * nthreads)
     t0 = time.perf_counter()
+    owners = None
+    if todo and fw_by_slabs(plan.algorithm, plan.backend, plan.predecessors, plan.sources,
+                            graph.n):
+        owners = _floyd_warshall_slabs(client, store, graph, plan, sorted(workers), token,
+                                       report)
 
     def submit(b):
         start, stop = plan.rows(b)
+        # a slab's batches go to the worker holding it (elsewhere only if it is lost:
+        # there the backend computes the whole matrix)
+        where = {} if owners is None else {
+            "workers": [owners[1][fw_dist.owner_of_rows(owners[0], start)]],
+            "allow_other_workers": True}
         return client.submit(run_batch, store.path, graph.fingerprint, b, start, stop,
                              plan.backend, plan.algorithm, plan.dtype, plan.predecessors,
-                             plan.cpu_algorithm, key=f"apsp-batch-{b}-{token}")
+                             plan.cpu_algorithm, owners is not None,
+                             key=f"apsp-batch-{b}-{token}", **where)
 
     queue = iter(todo)
     pending = as_completed([submit(b) for _, b in zip(range(in_flight), queue)])
@@ -380,6 +465,9 @@ def run_job(graph: Graph, out, client, *, algorithm: str = "auto", backend: str 
             fut.cancel()
         record()
         raise
+    finally:
+        if owners is not None:
+            client.run(fw_dist.drop_slabs)
     record()
     report.seconds = time.perf_counter() - t0
     if n_done == plan.n_batches:

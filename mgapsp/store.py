@@ -256,7 +256,7 @@ class Store:
 def _write_array(group, name, data, dims):
     data = np.ascontiguousarray(data)
     arr = group.create_array(name, shape=data.shape, dtype=data.dtype,
-                             chunks=(max(min(len(data), 2**24), 1),), compressors=_COMPRESSOR,
+                             chunks=(max(min(len(data), 2**20), 1),), compressors=_COMPRESSOR,
                              dimension_names=dims)
     if len(data):
         arr[:] = data

@@ -253,13 +253,14 @@ def _write_sources(tmp_path, ids):
 
 
 def test_job_too_large_for_memory(data_dir, tmp_path):
-    """Floyd-Warshall on 264,346 vertices needs about a terabyte: refused up front."""
+    """Floyd-Warshall on 264,346 vertices keeps 521 GiB of distances on its one
+    worker: refused up front, with what would help."""
     out = tmp_path / "huge.zarr"
     proc = mgapsp_cli("run", data_dir / "NY.pace.gr.gz", "-o", out, "--backend", "cpu",
                       "--algorithm", "floyd-warshall", "--workers", "1", "--no-dashboard",
                       check=False)
-    assert_one_line_error(proc, "floyd-warshall on 264346 vertices", "needs", "TiB",
-                          "available")
+    assert_one_line_error(proc, "floyd-warshall on 264346 vertices", "264346 rows",
+                          "needs 52", "GiB", "available", "more workers")
     assert not out.exists()
 
 
@@ -295,3 +296,16 @@ def test_gpus_option_needs_the_gpu_backend(data_dir, tmp_path):
     proc = mgapsp_cli("run", data_dir / "gr17.tsp", "-o", tmp_path / "g.zarr", "--backend",
                       "cpu", "--gpus", "0", check=False)
     assert_one_line_error(proc, "--gpus")
+
+
+def test_floyd_warshall_across_two_workers_summary(data_dir, tmp_path):
+    """Every row by Floyd-Warshall on two workers: one slab of rows each, and the
+    summary says so."""
+    out = tmp_path / "fw.zarr"
+    proc = mgapsp_cli("run", data_dir / "test_FW_1000.mtx", "-o", out, "--backend", "cpu",
+                      "--workers", "2", "--algorithm", "floyd-warshall", "--batch-size",
+                      "128", "--dtype", "float64", "--no-dashboard")
+    assert "floyd-warshall: 2 slab(s) of rows, numpy-fp64, pivot rows exchanged " \
+           "through dask" in proc.stdout, proc.stdout
+    graph = mgapsp.read_graph(data_dir / "test_FW_1000.mtx")
+    assert_distances_equal(zarr.open_group(out)["distances"][:], scipy_distances(graph))

@@ -75,5 +75,8 @@ class Backend(ABC):
 
     @abstractmethod
     def memory_needed(self, graph: Graph, batch_size: int, *, algorithm: str,
-                      dtype: np.dtype, predecessors: bool) -> int:
-        """Bytes one batch of ``batch_size`` sources needs on the device."""
+                      dtype: np.dtype, predecessors: bool, fw_rows: int | None = None) -> int:
+        """Bytes one batch of ``batch_size`` sources needs on the device.
+
+        ``fw_rows``: Floyd-Warshall on a slab of that many rows (``mgapsp.fw_dist``)
+        instead of the whole matrix."""

@@ -81,9 +81,12 @@ class CPUBackend(Backend):
         except (ValueError, OSError):  # pragma: no cover - non-POSIX
             return 2**63 - 1
 
-    def memory_needed(self, graph, batch_size, *, algorithm, dtype, predecessors) -> int:
+    def memory_needed(self, graph, batch_size, *, algorithm, dtype, predecessors,
+                      fw_rows=None) -> int:
         csr = graph.m * 12 + graph.n * 8
         if algorithm == "floyd-warshall":
+            if fw_rows is not None:   # the float64 slab and a panel, the batch's copy
+                return csr + (fw_rows + 256) * graph.n * 8 + batch_size * graph.n * 8
             return csr + graph.n * graph.n * (8 + (4 if predecessors else 0)) * 2
         per_row = graph.n * (8 + np.dtype(dtype).itemsize + (8 if predecessors else 0))
         return csr * 2 + batch_size * per_row

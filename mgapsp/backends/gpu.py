@@ -284,7 +284,7 @@ class GPUBackend(Backend):
         return _kernels.memory_available()
 
     def memory_needed(self, graph: Graph, batch_size: int, *, algorithm: str,
-                      dtype: np.dtype, predecessors: bool) -> int:
+                      dtype: np.dtype, predecessors: bool, fw_rows: int | None = None) -> int:
         """Bytes one batch of ``batch_size`` sources needs on the device, the graph's
         CSR included (an upper bound)."""
         self._check_algorithm(algorithm)
@@ -293,6 +293,11 @@ class GPUBackend(Backend):
         csr = _csr_bytes(graph, dt)
         out = dt.itemsize + (4 if predecessors else 0)   # per (source, vertex) output
         if algorithm == "floyd-warshall":
+            if fw_rows is not None:
+                # an integer (or the float) slab, its float copy, the pivot panels,
+                # the transposed column panel, the slab's edges
+                return (csr + (2 * fw_rows + 3 * 256) * n * dt.itemsize + 256 * fw_rows * 8
+                        + graph.m * 24)
             matrix = n * n * dt.itemsize * (3 if predecessors else 2)
             return csr + matrix + graph.m * 4 + B * n * out + B * 8
         # the batched kernels: state words (see kernels/bellman_ford.cu), per-chunk

@@ -1,0 +1,498 @@
+"""Floyd-Warshall across workers: each owns a slab of rows, pivot rows are exchanged.
+
+A job that wants every row of a Floyd-Warshall matrix (and no predecessors) does not
+let each worker compute the whole matrix.  The rows are cut into one slab per worker
+(:func:`slab_bounds`: contiguous, whole batches, multiples of the pivot block), and one
+long task per worker (``apsp-fw-<token>-<rank>``) runs blocked Floyd-Warshall on its
+slab.  Per pivot block, the worker owning those rows closes them and broadcasts them;
+every worker then updates its own rows against them.  Afterwards the ordinary batch
+tasks, each placed on the worker that holds its rows, take them from the slab
+(:func:`cached_rows`) and write them, so progress, resume and the dashboard work as for
+any job.
+
+Exchanges:
+
+* :class:`DaskExchange`, the default and the CPU workers' one: the owner stores the
+  panel on its own worker (``scatter``) and hands the future to each peer through a
+  Dask queue named for the message and the peer, which fetches it straight from the
+  owner's worker.  Dask also carries the control messages of the NCCL exchange.
+* :class:`NCCLExchange`, for GPU workers when CuPy has NCCL: the panel goes device to
+  device (NVLink on one host), ordered with the kernels on the worker's stream.
+
+If one rank fails it sets the job's abort event (``distributed.Event``); the others see
+it while they wait, abort their communicator and fail too, so no collective hangs.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import threading
+import time
+
+import numpy as np
+
+from .errors import MgapspError, UnsupportedError
+
+__all__ = ["slab_bounds", "owner_of_rows", "cached_rows", "drop_slabs", "fw_rank",
+           "gather_ranks", "job_info", "load_rows", "open_store", "connect", "DaskExchange", "NCCLExchange", "PeerFailedError",
+           "floyd_warshall_rows_cpu"]
+
+#: slab boundaries are multiples of this (the GPU pivot blocks, 128 and 256, divide it)
+SLAB_ALIGN = 256
+#: seconds between looks at the abort event while waiting for a peer or the device
+POLL_S = 1.0
+#: seconds a rank waits for one message before it gives up on its peers
+MESSAGE_TIMEOUT_S = float(os.environ.get("MGAPSP_FW_TIMEOUT", 3600))
+
+#: per process: (fingerprint, dtype str) -> (r0, r1, rows r0:r1 of the distance matrix)
+_SLABS: dict[tuple[str, str], tuple[int, int, object]] = {}
+
+
+class PeerFailedError(MgapspError):
+    """Another rank of a distributed Floyd-Warshall failed (its error is the cause)."""
+
+
+def slab_bounds(n: int, n_ranks: int, batch_size: int) -> list[tuple[int, int]]:
+    """Contiguous row ranges, one per rank (fewer when ``n`` is small), as equal as the
+    alignment allows: cuts at multiples of lcm(``batch_size``, :data:`SLAB_ALIGN`), so a
+    batch never straddles two slabs and a pivot block never leaves its owner."""
+    if n_ranks < 1 or batch_size < 1:
+        raise ValueError(f"need n_ranks >= 1 and batch_size >= 1, got {n_ranks}, {batch_size}")
+    align = math.lcm(int(batch_size), SLAB_ALIGN)
+    cuts = [0] + [min(n, round(w * n / n_ranks / align) * align) for w in range(1, n_ranks)]
+    cuts.append(n)
+    return [(a, b) for a, b in zip(cuts, cuts[1:]) if b > a]
+
+
+def owner_of_rows(bounds, start: int) -> int:
+    """The rank whose slab holds row ``start``."""
+    for rank, (lo, hi) in enumerate(bounds):
+        if lo <= start < hi:
+            return rank
+    raise ValueError(f"row {start} is in no slab of {bounds}")
+
+
+def cached_rows(fingerprint: str, dtype, rows: np.ndarray):
+    """Rows ``rows`` (ascending and contiguous) of this process's slab of the graph's
+    distance matrix, as a view; None when this process does not hold them all."""
+    entry = _SLABS.get((fingerprint, np.dtype(dtype).str))
+    rows = np.asarray(rows)
+    if entry is None or len(rows) == 0:
+        return None
+    r0, r1, dist = entry
+    a, b = int(rows[0]), int(rows[-1]) + 1
+    if a < r0 or b > r1 or b - a != len(rows) or not (np.diff(rows) == 1).all():
+        return None
+    return dist[a - r0:b - r0]
+
+
+def drop_slabs() -> int:
+    """Free this process's slabs (run on every worker when a job ends)."""
+    k = len(_SLABS)
+    _SLABS.clear()
+    return k
+
+
+# -- exchanges -------------------------------------------------------------------------
+class DaskExchange:
+    """Broadcasts between the ranks' tasks through Dask (see the module docstring).
+
+    Every rank must call :meth:`bcast` and :meth:`allreduce_sum` in the same order:
+    messages are numbered, and the number names the queue.
+    """
+
+    kind = "dask"
+
+    def __init__(self, prefix: str, rank: int, size: int):
+        from distributed import Event, get_client, get_worker
+
+        self.prefix, self.rank, self.size = prefix, rank, size
+        self.client = get_client()
+        self.address = get_worker().address
+        self.abort_event = Event(f"{prefix}-abort", client=self.client)
+        self.seq = 0
+
+    def _queue(self, seq: int, rank: int):
+        from distributed import Queue
+
+        return Queue(f"{self.prefix}-m{seq}-r{rank}", client=self.client)
+
+    def check(self) -> None:
+        """Raise :class:`PeerFailedError` if a peer has failed."""
+        if self.abort_event.is_set():
+            raise PeerFailedError(f"another rank of {self.prefix} failed")
+
+    def fail(self) -> None:
+        """Tell the peers this rank failed."""
+        try:
+            self.abort_event.set()
+        except Exception:  # pragma: no cover - the scheduler is gone too
+            pass
+
+    def close(self) -> None:
+        pass
+
+    def bcast(self, buf, root: int) -> None:
+        """``root``'s ``buf`` into every other rank's ``buf`` (same shape; NumPy or
+        CuPy: a device buffer is copied through the host, after the stream's work)."""
+        self._dask_bcast(buf, root)
+
+    def _dask_bcast(self, buf, root: int) -> None:
+        seq = self.seq
+        self.seq += 1
+        if self.size == 1:
+            return
+        if root == self.rank:
+            host = buf.get() if hasattr(buf, "get") else np.ascontiguousarray(buf)
+            [fut] = self.client.scatter([host], workers=[self.address], hash=False)
+            for r in range(self.size):
+                if r != self.rank:
+                    self._queue(seq, r).put(fut)
+            return
+        q = self._queue(seq, self.rank)
+        waited = 0.0
+        while True:
+            try:
+                fut = q.get(timeout=POLL_S)
+                break
+            except TimeoutError:
+                self.check()
+                waited += POLL_S
+                if waited >= MESSAGE_TIMEOUT_S:
+                    raise PeerFailedError(
+                        f"{self.prefix}: no message {seq} from rank {root} in "
+                        f"{MESSAGE_TIMEOUT_S:g} s") from None
+        data = fut.result()
+        q.close()
+        if hasattr(buf, "set"):
+            buf.set(data)
+        else:
+            buf[...] = data
+
+    def allreduce_sum(self, values: np.ndarray) -> np.ndarray:
+        """The sum over ranks of each rank's ``values`` (a small int64 array)."""
+        values = np.ascontiguousarray(values, dtype=np.int64)
+        total = values.copy()
+        for root in range(self.size):
+            buf = values.copy() if root == self.rank else np.empty_like(values)
+            self._dask_bcast(buf, root)
+            if root != self.rank:
+                total += buf
+        return total
+
+    def wait(self, event) -> None:
+        """Wait for a device event, looking for a failed peer every POLL_S."""
+        last = time.monotonic()
+        while not event.done:
+            time.sleep(50e-6)
+            if time.monotonic() - last >= POLL_S:
+                last = time.monotonic()
+                self.check()
+
+
+class NCCLExchange(DaskExchange):
+    """Broadcasts device to device with NCCL (CuPy's bindings), on the current stream;
+    Dask carries the abort event.  Made by :func:`connect`."""
+
+    kind = "nccl"
+
+    def __init__(self, prefix: str, rank: int, size: int, comm, lock, cached: bool):
+        super().__init__(prefix, rank, size)
+        from cupy.cuda import nccl
+
+        self._nccl = nccl
+        self.comm, self._lock, self._cached = comm, lock, cached
+        self.reused = False
+
+    def _stream(self) -> int:
+        import cupy
+
+        return cupy.cuda.get_current_stream().ptr
+
+    def bcast(self, buf, root: int) -> None:
+        self.comm.broadcast(buf.data.ptr, buf.data.ptr, buf.nbytes, self._nccl.NCCL_INT8,
+                            root, self._stream())
+
+    def allreduce_sum(self, values: np.ndarray) -> np.ndarray:
+        import cupy
+
+        d = cupy.asarray(np.ascontiguousarray(values, dtype=np.int64))
+        self.comm.allReduce(d.data.ptr, d.data.ptr, d.size, self._nccl.NCCL_INT64,
+                            self._nccl.NCCL_SUM, self._stream())
+        ev = cupy.cuda.Event(disable_timing=True)
+        ev.record()
+        self.wait(ev)
+        return d.get()
+
+    def wait(self, event) -> None:
+        try:
+            super().wait(event)
+        except PeerFailedError:
+            self._abort()
+            raise
+
+    def fail(self) -> None:
+        super().fail()
+        self._abort()
+
+    def _abort(self) -> None:
+        if self.comm is not None:
+            _forget_comm(self.comm)
+            self.comm.abort()
+            self.comm = None
+
+    def close(self) -> None:
+        if self.comm is None:
+            return
+        if self._cached:            # kept for the next job of the same ranks
+            self._lock.release()
+        else:                       # ncclCommDestroy takes a few hundred ms: not here
+            comm = self.comm
+            threading.Thread(target=comm.destroy, name="nccl-destroy", daemon=True).start()
+        self.comm = None
+
+
+#: per process: the NCCL communicator of a set of ranks (their worker addresses in rank
+#: order), kept across jobs, and a lock held by the job using it
+_COMMS: dict[tuple, tuple] = {}
+
+
+def _forget_comm(comm) -> None:
+    for key, (c, _lock) in list(_COMMS.items()):
+        if c is comm:
+            del _COMMS[key]
+
+
+def connect(prefix: str, rank: int, size: int, peers: tuple, want: str) -> DaskExchange:
+    """This rank's exchange: NCCL when ``want == "nccl"`` and every rank has it, else
+    Dask.  Ranks agree through Dask first (which also makes sure all are alive before
+    any enters NCCL's blocking set-up); a communicator all of them still hold from an
+    earlier job of the same ranks is reused, else rank 0 makes a new id and sends it
+    through Dask."""
+    dask_ex = DaskExchange(prefix, rank, size)
+    if want != "nccl" or size == 1:
+        return dask_ex
+    try:
+        from cupy.cuda import nccl
+
+        available = bool(nccl.available)
+    except Exception:  # pragma: no cover - CuPy without its NCCL module
+        available = False
+    key = tuple(peers)
+    entry = _COMMS.get(key) if available else None
+    mine = entry is not None and entry[1].acquire(blocking=False)
+    have, held = dask_ex.allreduce_sum(np.array([int(available), int(mine)]))
+    if have < size:
+        if mine:
+            entry[1].release()
+        return dask_ex
+    if held == size:
+        ex = NCCLExchange(prefix, rank, size, entry[0], entry[1], cached=True)
+        ex.reused = True
+        return ex
+    if mine:                    # a peer lost its half (a restarted worker): drop ours
+        _forget_comm(entry[0])
+        entry[0].abort()
+    # NVLink multicast (NVLS) is off: it needs fabric set-up that not every host of this
+    # kind has, and a panel broadcast gains nothing from it.
+    os.environ.setdefault("NCCL_NVLS_ENABLE", "0")
+    uid = np.zeros(128, dtype=np.uint8)         # NCCL_UNIQUE_ID_BYTES
+    if rank == 0:
+        uid[:] = np.frombuffer(bytes(nccl.get_unique_id()), dtype=np.uint8)
+    dask_ex._dask_bcast(uid, 0)
+    comm = nccl.NcclCommunicator(size, uid.tobytes(), rank)
+    lock = threading.Lock()
+    lock.acquire()
+    cached = key not in _COMMS
+    if cached:
+        _COMMS[key] = (comm, lock)
+    ex = NCCLExchange(prefix, rank, size, comm, lock, cached)
+    # NCCL connects the ranks at the first collective: do it here, not in round one
+    ex.allreduce_sum(np.zeros(1, dtype=np.int64))
+    return ex
+
+
+# -- the CPU slab ------------------------------------------------------------------------
+def floyd_warshall_rows_cpu(n: int, r0: int, r1: int, indptr, indices, weights, exchange,
+                            bounds, name: str = "graph"):
+    """Rows ``r0:r1`` of the distance matrix in float64, NumPy on this worker's slab
+    (``indptr`` from 0, ``indices``, ``weights``: the rows' out-edges), pivot blocks of
+    :data:`SLAB_ALIGN` rows exchanged through ``exchange``."""
+    rows = r1 - r0
+    S = np.full((rows, n), np.inf)
+    S[np.repeat(np.arange(rows), np.diff(indptr)), indices] = weights
+    local = np.arange(rows)
+    S[local, local + r0] = np.minimum(S[local, local + r0], 0.0)
+    B = SLAB_ALIGN
+    panel_buf = np.empty((B, n))
+    starts = np.array([lo for lo, _ in bounds])
+    step = max(1, 2**16 // max(n, 1))          # rows per pass: a block stays in cache
+    tmp = np.empty((step, n))
+    exchanged = 0
+    for k0 in range(0, n, B):
+        kc = min(B, n - k0)
+        root = int(np.searchsorted(starts, k0, side="right") - 1)
+        if root == exchange.rank:
+            # the pivot rows, closed over their own pivots (classic FW on kc rows)
+            panel = S[k0 - r0:k0 - r0 + kc]
+            for k in range(kc):
+                np.minimum(panel, panel[:, k0 + k, None] + panel[k], out=panel)
+        else:
+            panel = panel_buf[:kc]
+        exchange.bcast(panel, root)
+        exchanged += panel.nbytes
+        # every row against the closed pivot rows, pivot by pivot (on the owner's own
+        # pivot rows this changes nothing: they are closed)
+        for a in range(0, rows, step):
+            blk = S[a:a + step]
+            t = tmp[:len(blk)]
+            for k in range(kc):
+                np.add(blk[:, k0 + k, None], panel[k], out=t)
+                np.minimum(blk, t, out=blk)
+    negative = int(bool((S[local, local + r0] < 0).any())) if rows else 0
+    if exchange.allreduce_sum(np.array([negative]))[0]:
+        raise UnsupportedError(f"graph {name!r} has a negative cycle")
+    return S, {"method": "numpy-fp64", "rounds": -(-n // B), "updates": rows * n * n,
+               "exchanged_bytes": exchanged}
+
+
+# -- the client side ---------------------------------------------------------------------
+def gather_ranks(client, futures, prefix: str) -> list[dict]:
+    """The ranks' results.  When one fails, the others are told (the abort event) and
+    the first error that is not a :class:`PeerFailedError` is raised once all stopped;
+    the job's message queues are dropped in any case."""
+    from distributed import Event, as_completed
+
+    try:
+        for fut in as_completed(futures):
+            if fut.status == "error":
+                Event(f"{prefix}-abort", client=client).set()
+        errors = [f.exception() for f in futures if f.status == "error"]
+        if errors:
+            raise next((e for e in errors if not isinstance(e, PeerFailedError)), errors[0])
+        return client.gather(futures)
+    except BaseException:
+        Event(f"{prefix}-abort", client=client).set()
+        raise
+    finally:
+        client.run_on_scheduler(_forget_queues, prefix)
+
+
+def _forget_queues(prefix: str, dask_scheduler=None) -> int:
+    """On the scheduler: drop a job's message queues (some may hold unread futures)."""
+    ext = dask_scheduler.extensions["queues"]
+    names = [q for q in ext.queues if q.startswith(prefix + "-")]
+    for name in names:
+        ext.client_refcount[name] = 1
+        ext.release(name=name)
+    return len(names)
+
+
+# -- the worker task -----------------------------------------------------------------------
+def job_info(graph, dtype: str, backend: str) -> dict:
+    """What every rank must agree on and can only learn from the whole graph: the
+    methods to try (GPU), the largest |weight| and the sign of the weights (a scan of
+    every weight: kept for the next job of the same graph)."""
+    key = (graph.fingerprint, str(dtype), backend)
+    if key in _INFO:
+        return _INFO[key]
+    info = {"n": graph.n, "name": graph.name, "nonneg": not graph.has_negative_weights,
+            "wmax": float(np.abs(graph.weights).max()) if graph.m else 0.0, "methods": None}
+    if backend == "gpu":
+        from ._kernels.fw import plan_methods
+
+        info["methods"] = plan_methods(dtype, graph.weights, graph.n)
+    _INFO.clear()
+    _INFO[key] = info
+    return info
+
+
+_INFO: dict[tuple, dict] = {}
+
+
+def load_rows(store, r0: int, r1: int):
+    """The out-edges of rows ``r0:r1`` from the store's CSR: ``(indptr from 0, indices,
+    weights)``; only the chunks holding them are read."""
+    g = store.group["graph"]
+    indptr = g["indptr"][r0:r1 + 1]
+    lo, hi = int(indptr[0]), int(indptr[-1])
+    return indptr - lo, g["indices"][lo:hi], g["weights"][lo:hi]
+
+
+_STORE: dict[tuple[str, str], object] = {}
+
+
+def open_store(path: str, fingerprint: str):
+    """The job's store, opened once per process; refuses another graph's store."""
+    from .store import Store
+
+    key = (os.path.abspath(path), fingerprint)
+    store = _STORE.get(key)
+    if store is None:
+        store = Store.open(path, mode="r+")
+        if store.fingerprint != fingerprint:
+            raise MgapspError(f"{path}: stored graph does not match the job's fingerprint "
+                              f"{fingerprint}")
+        _STORE.clear()
+        _STORE[key] = store
+    return store
+
+
+def fw_rank(store_path: str, fingerprint: str, prefix: str, rank: int, bounds,
+            backend: str, dtype: str, info: dict, peers: tuple = (),
+            exchange: str = "dask") -> dict:
+    """Worker task: this rank's slab of the job's Floyd-Warshall matrix, kept in the
+    process (:func:`cached_rows`) for the batch tasks that write it.  ``info`` is
+    :func:`job_info`; the rank reads only its own rows' edges from the store."""
+    from .pipeline import _worker_name
+
+    t0 = time.perf_counter()
+    drop_slabs()
+    r0, r1 = bounds[rank]
+    size = len(bounds)
+    dt = np.dtype(dtype)
+    n = info["n"]
+    want, exchange = exchange, None
+    times = {}
+    try:
+        edges = load_rows(open_store(store_path, fingerprint), r0, r1)
+        times["load_s"] = time.perf_counter() - t0
+        if backend == "gpu":
+            import cupy
+
+            from ._kernels import GPUTimer
+            from ._kernels.fw import floyd_warshall_rows
+
+            t1 = time.perf_counter()
+            exchange = connect(prefix, rank, size, peers, want)
+            times["connect_s"] = time.perf_counter() - t1
+            with cupy.cuda.Stream(non_blocking=True) as stream:
+                timer = GPUTimer().start()
+                dist, stats = floyd_warshall_rows(
+                    n, r0, r1, *edges, dt, exchange, bounds, methods=info["methods"],
+                    wmax=info["wmax"], nonneg=info["nonneg"], name=info["name"])
+                stats["gpu_s"] = timer.stop()
+                stream.synchronize()
+        else:
+            exchange = DaskExchange(prefix, rank, size)
+            dist, stats = floyd_warshall_rows_cpu(n, r0, r1, *edges, exchange, bounds,
+                                                  info["name"])
+    except PeerFailedError:
+        raise
+    except BaseException:
+        if exchange is not None:
+            exchange.fail()
+        else:           # failed before it could join: tell the peers all the same
+            from distributed import Event
+
+            Event(f"{prefix}-abort").set()
+        raise
+    finally:
+        if exchange is not None:
+            exchange.close()
+    _SLABS[(fingerprint, dt.str)] = (r0, r1, dist)
+    return {"rank": rank, "rows": r1 - r0, "worker": _worker_name(),
+            "exchange": exchange.kind if size > 1 else "none",
+            "reused_communicator": getattr(exchange, "reused", False),
+            "seconds": time.perf_counter() - t0, **times, **stats}
