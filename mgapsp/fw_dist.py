@@ -172,14 +172,16 @@ class DaskExchange:
 
     def allreduce_sum(self, values: np.ndarray) -> np.ndarray:
         """The sum over ranks of each rank's ``values`` (a small int64 array)."""
+        return self.allgather(values).sum(axis=0)
+
+    def allgather(self, values: np.ndarray) -> np.ndarray:
+        """Every rank's ``values`` (a small int64 array), stacked in rank order."""
         values = np.ascontiguousarray(values, dtype=np.int64)
-        total = values.copy()
+        out = np.empty((self.size,) + values.shape, dtype=np.int64)
         for root in range(self.size):
-            buf = values.copy() if root == self.rank else np.empty_like(values)
-            self._dask_bcast(buf, root)
-            if root != self.rank:
-                total += buf
-        return total
+            out[root] = values if root == self.rank else 0
+            self._dask_bcast(out[root], root)
+        return out
 
     def wait(self, event) -> None:
         """Wait for a device event, looking for a failed peer every POLL_S."""
@@ -264,6 +266,16 @@ def _forget_comm(comm) -> None:
             del _COMMS[key]
 
 
+def _device_tag() -> int:
+    """This process's GPU, as a number (its PCI bus id hashed): equal for two workers
+    that share one device."""
+    import zlib
+
+    import cupy
+
+    return zlib.crc32(cupy.cuda.Device().pci_bus_id.encode())
+
+
 def connect(prefix: str, rank: int, size: int, peers: tuple, want: str) -> DaskExchange:
     """This rank's exchange: NCCL when ``want == "nccl"`` and every rank has it, else
     Dask.  Ranks agree through Dask first (which also makes sure all are alive before
@@ -282,8 +294,10 @@ def connect(prefix: str, rank: int, size: int, peers: tuple, want: str) -> DaskE
     key = tuple(peers)
     entry = _COMMS.get(key) if available else None
     mine = entry is not None and entry[1].acquire(blocking=False)
-    have, held = dask_ex.allreduce_sum(np.array([int(available), int(mine)]))
-    if have < size:
+    seen = dask_ex.allgather(np.array([int(available), int(mine), _device_tag()]))
+    have, held = seen[:, :2].sum(axis=0)
+    # NCCL refuses two ranks on one device (workers sharing a GPU): Dask it is
+    if have < size or len(set(seen[:, 2])) < size:
         if mine:
             entry[1].release()
         return dask_ex

@@ -203,12 +203,11 @@ def test_gpu_slabs_equal_scipy(gpu_client, tmp_path, monkeypatch, exchange, kind
 
 
 @pytest.mark.gpu
-def test_gpu_slabs_on_two_workers_of_one_gpu(data_dir, tmp_path, monkeypatch):
-    """Two ranks even on a one-GPU machine: two worker processes share device 0 and
-    exchange through Dask (NCCL refuses two ranks on one device)."""
+def test_gpu_slabs_on_two_workers_of_one_gpu(data_dir, tmp_path):
+    """Two ranks even on a one-GPU machine: two worker processes share device 0, and
+    since NCCL refuses two ranks on one device they find out and use Dask."""
     from distributed import Client, LocalCluster
 
-    monkeypatch.setenv("MGAPSP_FW_EXCHANGE", "dask")
     graph = mgapsp.read_graph(data_dir / "test_FW_1000.mtx")
     with LocalCluster(n_workers=2, threads_per_worker=1, dashboard_address=None,
                       host="127.0.0.1", env={"CUDA_VISIBLE_DEVICES": "0"}) as cluster, \
