@@ -35,8 +35,8 @@ import numpy as np
 from .errors import MgapspError, UnsupportedError
 
 __all__ = ["slab_bounds", "owner_of_rows", "cached_rows", "drop_slabs", "fw_rank",
-           "gather_ranks", "job_info", "load_rows", "open_store", "connect", "DaskExchange", "NCCLExchange", "PeerFailedError",
-           "floyd_warshall_rows_cpu"]
+           "gather_ranks", "job_info", "load_rows", "connect", "DaskExchange", "NCCLExchange",
+           "PeerFailedError", "floyd_warshall_rows_cpu"]
 
 #: slab boundaries are multiples of this (the GPU pivot blocks, 128 and 256, divide it)
 SLAB_ALIGN = 256
@@ -434,32 +434,13 @@ def load_rows(store, r0: int, r1: int):
     return indptr - lo, g["indices"][lo:hi], g["weights"][lo:hi]
 
 
-_STORE: dict[tuple[str, str], object] = {}
-
-
-def open_store(path: str, fingerprint: str):
-    """The job's store, opened once per process; refuses another graph's store."""
-    from .store import Store
-
-    key = (os.path.abspath(path), fingerprint)
-    store = _STORE.get(key)
-    if store is None:
-        store = Store.open(path, mode="r+")
-        if store.fingerprint != fingerprint:
-            raise MgapspError(f"{path}: stored graph does not match the job's fingerprint "
-                              f"{fingerprint}")
-        _STORE.clear()
-        _STORE[key] = store
-    return store
-
-
 def fw_rank(store_path: str, fingerprint: str, prefix: str, rank: int, bounds,
             backend: str, dtype: str, info: dict, peers: tuple = (),
             exchange: str = "dask") -> dict:
     """Worker task: this rank's slab of the job's Floyd-Warshall matrix, kept in the
     process (:func:`cached_rows`) for the batch tasks that write it.  ``info`` is
     :func:`job_info`; the rank reads only its own rows' edges from the store."""
-    from .pipeline import _worker_name
+    from .pipeline import _job_store, _worker_name
 
     t0 = time.perf_counter()
     drop_slabs()
@@ -470,7 +451,7 @@ def fw_rank(store_path: str, fingerprint: str, prefix: str, rank: int, bounds,
     want, exchange = exchange, None
     times = {}
     try:
-        edges = load_rows(open_store(store_path, fingerprint), r0, r1)
+        edges = load_rows(_job_store(store_path, fingerprint), r0, r1)
         times["load_s"] = time.perf_counter() - t0
         if backend == "gpu":
             import cupy

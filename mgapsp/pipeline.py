@@ -67,10 +67,27 @@ def backend_algorithms(name: str) -> tuple[str, ...]:
 
 
 # -- worker side --------------------------------------------------------------
+def _job_store(store_path: str, fingerprint: str) -> Store:
+    """The job's store, opened once per process; refuses another graph's store (by the
+    fingerprint it records: cheap, for tasks that do not load the graph)."""
+    key = (os.path.abspath(store_path), fingerprint)
+    if key not in _STORES:
+        store = Store.open(store_path, mode="r+")
+        if store.fingerprint != fingerprint:
+            raise MgapspError(f"{store_path}: stored graph does not match the job's "
+                              f"fingerprint {fingerprint}")
+        _STORES.clear()
+        _STORES[key] = store
+    return _STORES[key]
+
+
+_STORES: dict[tuple[str, str], Store] = {}
+
+
 def _job_inputs(store_path: str, fingerprint: str):
     key = (os.path.abspath(store_path), fingerprint)
     if key not in _JOBS:
-        store = Store.open(store_path, mode="r+")
+        store = _job_store(store_path, fingerprint)
         graph = store.load_graph()
         if graph.fingerprint != fingerprint:
             raise MgapspError(f"{store_path}: stored graph does not match the job's "
@@ -97,7 +114,7 @@ def run_batch(store_path: str, fingerprint: str, batch: int, start: int, stop: i
         # worker that lacks them (it replaced a lost one) computes them below
         rows = fw_dist.cached_rows(fingerprint, dtype, np.arange(start, stop))
         if rows is not None:
-            store = fw_dist.open_store(store_path, fingerprint)
+            store = _job_store(store_path, fingerprint)
             targets = store.target_index()
             result = BatchResult(distances=rows, predecessors=None,
                                  stats={"algorithm": algorithm, "cached": True})
@@ -398,23 +415,23 @@ def run_job(graph: Graph, out, client, *, algorithm: str = "auto", backend: str 
         on_start(report)
     in_flight = max(2, 2 * nthreads)
     t0 = time.perf_counter()
-    owners = None
-    if todo and fw_by_slabs(plan.algorithm, plan.backend, plan.predecessors, plan.sources,
-                            graph.n):
-        owners = _floyd_warshall_slabs(client, store, graph, plan, sorted(workers), token,
-                                       report)
+    slabs = bool(todo) and fw_by_slabs(plan.algorithm, plan.backend, plan.predecessors,
+                                       plan.sources, graph.n)
+    if slabs:
+        bounds, ranks = _floyd_warshall_slabs(client, store, graph, plan, sorted(workers),
+                                              token, report)
 
     def submit(b):
         start, stop = plan.rows(b)
         # a slab's batches go to the worker holding it (elsewhere only if it is lost:
         # there the backend computes the whole matrix)
-        where = {} if owners is None else {
-            "workers": [owners[1][fw_dist.owner_of_rows(owners[0], start)]],
+        where = {} if not slabs else {
+            "workers": [ranks[fw_dist.owner_of_rows(bounds, start)]],
             "allow_other_workers": True}
         return client.submit(run_batch, store.path, graph.fingerprint, b, start, stop,
                              plan.backend, plan.algorithm, plan.dtype, plan.predecessors,
-                             plan.cpu_algorithm, owners is not None,
-                             key=f"apsp-batch-{b}-{token}", **where)
+                             plan.cpu_algorithm, slabs, key=f"apsp-batch-{b}-{token}",
+                             **where)
 
     queue = iter(todo)
     pending = as_completed([submit(b) for _, b in zip(range(in_flight), queue)])
@@ -466,7 +483,7 @@ def run_job(graph: Graph, out, client, *, algorithm: str = "auto", backend: str 
         record()
         raise
     finally:
-        if owners is not None:
+        if slabs:
             client.run(fw_dist.drop_slabs)
     record()
     report.seconds = time.perf_counter() - t0

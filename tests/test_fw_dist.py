@@ -104,7 +104,8 @@ def test_resume_runs_the_slabs_again_for_missing_batches(cpu_client, data_dir, t
     assert report.batches_run == 2 and report.resumed_batches == 6
     assert report.floyd_warshall["ranks"] == 2
     assert verify_store(out, all_rows=True).ok
-    assert_distances_equal(zarr.open_group(str(out), mode="r")["distances"][:], scipy_distances(graph))
+    assert_distances_equal(zarr.open_group(str(out), mode="r")["distances"][:],
+                           scipy_distances(graph))
 
 
 def test_predecessors_or_some_sources_do_not_use_slabs(cpu_client, data_dir, tmp_path):
