@@ -11,6 +11,18 @@ store, where Zarr reads them back as if it had written them.  Arrays whose codec
 anything but ``bytes`` (little-endian) plus an optional ``blosc`` fall back to
 Zarr's own write.
 
+Into a local store (Zarr's ``LocalStore``) the pool writes each chunk file itself, as
+the store would (a temporary file renamed into place, so that no reader sees half a
+chunk): through Zarr's event loop, the store's one thread that every write passes,
+the 490 chunk files of a p2p-Gnutella31 job took 0.5 s more than the job's GPU work
+(``bench/write_path_notes.md``).  Other stores get ``store.set``.
+
+A device block of an array compressed with Blosc LZ4 and bit-shuffle (the store's
+default) is compressed on its GPU instead (:mod:`mgapsp._kernels.blosc`), since one
+GPU computes distances faster than the host's cores compress them: the host copies
+the frames back and only writes bytes.  ``MGAPSP_GPU_COMPRESS=0`` turns that off
+(the host compresses, as for zstd).
+
 The pool has ``MGAPSP_WRITE_THREADS`` threads, by default this process's share of the
 cores it may run on: all of them divided by the GPUs that the host's cluster uses
 (``CUDA_VISIBLE_DEVICES`` lists them, as dask-cuda sets it), or a single thread in a
@@ -22,12 +34,14 @@ from __future__ import annotations
 import os
 import threading
 import time
+import uuid
 from concurrent.futures import Future, ThreadPoolExecutor
+from pathlib import Path
 
 import numpy as np
 import zarr
 
-__all__ = ["write_block", "write_threads"]
+__all__ = ["write_block", "write_threads", "gpu_compress"]
 
 _POOL: ThreadPoolExecutor | None = None
 _POOL_LOCK = threading.Lock()
@@ -57,6 +71,13 @@ def write_threads() -> int:
     return max(1, cores // max(sharing, 1))
 
 
+def gpu_compress() -> bool:
+    """Whether device blocks of Blosc LZ4 bit-shuffle arrays are compressed on the GPU
+    (``MGAPSP_GPU_COMPRESS``, on unless ``0``/``no``/``false``/``off``)."""
+    env = os.environ.get("MGAPSP_GPU_COMPRESS", "1").strip().lower()
+    return env not in ("0", "no", "false", "off")
+
+
 def _pool() -> ThreadPoolExecutor:
     global _POOL
     with _POOL_LOCK:
@@ -74,6 +95,7 @@ class _Layout:
         meta = arr.metadata
         self.ok = getattr(meta, "zarr_format", 2) == 3
         self.codec = None
+        self.gpu_clevel = None      # the level, where the GPU can make the frames
         if self.ok:
             codecs = list(meta.codecs)
             first = codecs.pop(0) if codecs else None
@@ -87,24 +109,59 @@ class _Layout:
 
                 c = codecs[0]
                 shuffle = str(getattr(c.shuffle, "value", c.shuffle))
-                self.codec = Blosc(cname=str(getattr(c.cname, "value", c.cname)),
-                                   clevel=int(c.clevel), shuffle=_SHUFFLE[shuffle],
-                                   blocksize=int(c.blocksize), typesize=c.typesize)
+                cname = str(getattr(c.cname, "value", c.cname))
+                self.codec = Blosc(cname=cname, clevel=int(c.clevel),
+                                   shuffle=_SHUFFLE[shuffle], blocksize=int(c.blocksize),
+                                   typesize=c.typesize)
+                from ._kernels.blosc import TYPESIZES
+
+                item = np.dtype(arr.dtype).itemsize
+                if (cname == "lz4" and shuffle == "bitshuffle" and int(c.blocksize) == 0
+                        and item in TYPESIZES and c.typesize in (None, item)):
+                    self.gpu_clevel = int(c.clevel)
+        from zarr.storage import LocalStore
+
         self.arr = arr
+        store = arr.store_path.store
+        self.root = Path(store.root) if isinstance(store, LocalStore) else None
         self.chunks = arr.chunks
         self.fill = arr.fill_value
         self.dtype = np.dtype(arr.dtype)
 
     def put(self, row_chunk: int, col_chunk: int, tile: np.ndarray) -> int:
+        data = self.codec.encode(tile) if self.codec is not None else tile.tobytes()
+        return self.put_bytes(row_chunk, col_chunk, data)
+
+    def put_bytes(self, row_chunk: int, col_chunk: int, data) -> int:
+        """Store a chunk's encoded bytes (``bytes`` or a uint8 array) under its key."""
         from zarr.core.buffer import default_buffer_prototype
         from zarr.core.sync import sync
 
-        data = self.codec.encode(tile) if self.codec is not None else tile.tobytes()
         key = self.arr.metadata.encode_chunk_key((row_chunk, col_chunk))
         sp = self.arr.store_path
         path = f"{sp.path}/{key}" if sp.path else key
+        if self.root is not None:
+            return _write_file(self.root / path, data)
         sync(sp.store.set(path, default_buffer_prototype().buffer.from_bytes(data)))
         return len(data)
+
+
+def _write_file(path: Path, data) -> int:
+    """``data`` into the file ``path`` as a whole: written beside it, then renamed."""
+    tmp = path.with_name(f"{path.name}.{uuid.uuid4().hex}.partial")
+    try:
+        try:
+            f = open(tmp, "wb")
+        except FileNotFoundError:       # the chunk's directory is new
+            path.parent.mkdir(parents=True, exist_ok=True)
+            f = open(tmp, "wb")
+        with f:
+            f.write(memoryview(data))
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    return len(data)
 
 
 _LAYOUTS: dict[tuple, _Layout] = {}
@@ -180,31 +237,40 @@ def write_block(arr: zarr.Array, start: int, block) -> dict:
 def _submit(pool, lay: _Layout, block, device: bool, i: int, cr: int, cc: int,
             n_chunks: int, futures: list) -> float:
     """Queue every chunk of the block on ``pool`` (appending to ``futures``); the
-    seconds spent cutting and copying device groups to the host."""
-    copy_s = 0.0
-    if device:
-        from ._kernels.staging import chunk_groups
-
-        in_slot: dict[int, list[Future]] = {0: [], 1: []}
-
-        def wait(slot):
-            for f in in_slot[slot]:
-                f.result()
-            in_slot[slot] = []
-
-        t = time.perf_counter()
-        groups = chunk_groups(block.astype(lay.dtype, copy=False), cr, cc, lay.fill, wait)
-        for slot, first, tiles in groups:
-            copy_s += time.perf_counter() - t
-            fs = [pool.submit(lay.put, i, first + k, tiles[k]) for k in range(len(tiles))]
-            in_slot[slot] = fs
-            futures.extend(fs)
-            t = time.perf_counter()
-    else:
+    seconds spent cutting (or compressing) and copying device groups to the host."""
+    if not device:
         host = np.asarray(block, dtype=lay.dtype)
 
         def job(j):
             return lay.put(i, j, _host_tile(host, j, cr, cc, lay.fill))
 
         futures.extend(pool.submit(job, j) for j in range(n_chunks))
+        return 0.0
+    from ._kernels.staging import chunk_groups, frame_groups
+
+    in_slot: dict[int, list[Future]] = {0: [], 1: []}
+
+    def wait(slot):
+        for f in in_slot[slot]:
+            f.result()
+        in_slot[slot] = []
+
+    block = block.astype(lay.dtype, copy=False)
+    if lay.gpu_clevel is not None and gpu_compress():
+        # frames made on the device: the pool only stores them
+        groups = ((slot, [(first + k, lay.put_bytes, frames[starts[k]:starts[k + 1]])
+                          for k in range(len(starts) - 1)])
+                  for slot, first, frames, starts in frame_groups(
+                      block, cr, cc, lay.fill, lay.gpu_clevel, wait))
+    else:
+        groups = ((slot, [(first + k, lay.put, tiles[k]) for k in range(len(tiles))])
+                  for slot, first, tiles in chunk_groups(block, cr, cc, lay.fill, wait))
+    copy_s = 0.0
+    t = time.perf_counter()
+    for slot, chunks in groups:
+        copy_s += time.perf_counter() - t
+        fs = [pool.submit(put, i, j, data) for j, put, data in chunks]
+        in_slot[slot] = fs
+        futures.extend(fs)
+        t = time.perf_counter()
     return copy_s

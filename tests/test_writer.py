@@ -96,11 +96,13 @@ def test_write_threads(monkeypatch):
 def test_device_blocks_match_host_blocks(tmp_path, monkeypatch, stage_bytes):
     """A CuPy block, cut into chunks on the device and staged through the pinned
     buffers (in groups of three chunks, reusing both buffers), writes the same files
-    as the same block from the host."""
+    as the same block from the host (when the host compresses: test_gpu_blosc.py
+    checks the frames the GPU makes)."""
     import cupy
 
     from mgapsp._kernels import staging
 
+    monkeypatch.setenv("MGAPSP_GPU_COMPRESS", "0")
     if stage_bytes:
         monkeypatch.setattr(staging, "STAGE_BYTES", stage_bytes)
     rng = np.random.default_rng(3)
@@ -117,3 +119,20 @@ def test_device_blocks_match_host_blocks(tmp_path, monkeypatch, stage_bytes):
         assert (_chunk_files(tmp_path / f"{dtype}-ours.zarr")
                 == _chunk_files(tmp_path / f"{dtype}-zarrs.zarr"))
         np.testing.assert_array_equal(dev[:], host[:])
+
+
+def test_local_store_files_written_whole(tmp_path):
+    """Chunk files of a local store are written beside their place and renamed: none
+    is left half-written, and a store replaced under the same path (--overwrite, with
+    the writer's cached layout) gets its new chunk directories."""
+    block = _block(np.random.default_rng(2), 16, 100, "float32")
+    for attempt in range(2):
+        arr = zarr.create_array(tmp_path / "s.zarr", shape=(16, 100), chunks=(16, 30),
+                                dtype="float32", fill_value=np.nan, overwrite=True,
+                                compressors=[COMPRESSIONS["lz4"]])
+        assert not (tmp_path / "s.zarr" / "c").exists()
+        writer.write_block(arr, 0, block + attempt)
+        np.testing.assert_array_equal(zarr.open_array(tmp_path / "s.zarr")[:], block + attempt)
+        names = [p.name for p in (tmp_path / "s.zarr").rglob("*")]
+        assert not [nm for nm in names if nm.endswith(".partial")]
+        assert len(list((tmp_path / "s.zarr" / "c").rglob("*"))) == 1 + 4

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import math
 import re
+import threading
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -65,6 +66,8 @@ __all__ = [
     "take_rows",
     "cycle_weight",
     "GPUTimer",
+    "use_thread_stream",
+    "publish",
 ]
 
 KERNEL_FILE = "bellman_ford.cu"
@@ -269,6 +272,39 @@ def release_pool() -> None:
 
 def device_id() -> int:
     return int(_cupy().cuda.runtime.getDevice())
+
+
+_THREAD = threading.local()
+
+
+def use_thread_stream():
+    """Make this thread's own CUDA stream (one per thread and device) its current one,
+    and return it.
+
+    A GPU worker runs two batches at once, one per thread: on their own streams one
+    batch's kernels overlap the other's compression and copies, where on the default
+    stream they queued behind each other.  The streams are blocking (they still wait
+    for work on the legacy default stream).  Device data shared between threads (the
+    resident graph, its reweighted copy) must be complete before it is shared: see
+    :func:`publish`.
+    """
+    cupy = _cupy()
+    dev = device_id()
+    streams = getattr(_THREAD, "streams", None)
+    if streams is None:
+        streams = _THREAD.streams = {}
+    stream = streams.get(dev)
+    if stream is None:
+        stream = streams[dev] = cupy.cuda.Stream(non_blocking=False)
+    stream.use()
+    return stream
+
+
+def publish(obj):
+    """Wait until the current stream has made ``obj`` (device data about to be cached
+    for other threads, whose streams do not wait for this one); returns it."""
+    _cupy().cuda.get_current_stream().synchronize()
+    return obj
 
 
 def to_host(arr) -> np.ndarray | None:

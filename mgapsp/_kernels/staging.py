@@ -20,11 +20,13 @@ import numpy as np
 
 from . import _cupy
 
-__all__ = ["STAGE_BYTES", "chunk_groups", "GPUTimer", "is_device_array",
-           "select_columns"]
+__all__ = ["STAGE_BYTES", "FRAME_GROUP_BYTES", "chunk_groups", "frame_groups", "GPUTimer",
+           "is_device_array", "select_columns"]
 
 #: bytes of one pinned staging buffer; each thread that writes has two
 STAGE_BYTES = 256 * 2**20
+#: raw bytes of the chunks compressed on the device at once (its scratch is twice that)
+FRAME_GROUP_BYTES = 512 * 2**20
 
 _LOCAL = threading.local()
 
@@ -54,9 +56,11 @@ class _Stage:
     def buffer(self, slot: int, nbytes: int) -> np.ndarray:
         buf = self.buffers[slot]
         if buf is None or buf.nbytes < nbytes:
+            # compressed groups vary in size: grow by doubling, not to each new size
+            size = max(nbytes, 2 * buf.nbytes) if buf is not None else nbytes
             self.buffers[slot] = None
-            mem = _cupy().cuda.alloc_pinned_memory(nbytes)
-            buf = self.buffers[slot] = np.ndarray((nbytes,), dtype=np.uint8, buffer=mem)
+            mem = _cupy().cuda.alloc_pinned_memory(size)
+            buf = self.buffers[slot] = np.ndarray((size,), dtype=np.uint8, buffer=mem)
         return buf[:nbytes]
 
 
@@ -115,6 +119,37 @@ def chunk_groups(block, chunk_rows: int, chunk_cols: int, fill,
             del tiles
             yield slot, first, host
             slot ^= 1
+
+
+def frame_groups(block, chunk_rows: int, chunk_cols: int, fill, clevel: int,
+                 wait: Callable[[int], None]
+                 ) -> Iterator[tuple[int, int, np.ndarray, np.ndarray]]:
+    """Yield ``(slot, first column chunk, frames, starts)`` for the device ``block``:
+    its chunks compressed on the device into Blosc LZ4 bit-shuffle frames
+    (:func:`mgapsp._kernels.blosc.encode_chunks`), a group at a time, and copied to
+    the page-locked buffer ``slot``; chunk ``first + k``'s frame is
+    ``frames[starts[k]:starts[k + 1]]``.  ``wait(slot)`` as in :func:`chunk_groups`.
+    The next group is compressed while the caller stores this one.
+    """
+    from .blosc import encode_chunks
+
+    cupy = _cupy()
+    block = cupy.ascontiguousarray(block)
+    rows, n = block.shape
+    st = _stage()
+    n_chunks = -(-n // chunk_cols)
+    per_chunk = chunk_rows * chunk_cols * block.dtype.itemsize
+    g_max = max(1, FRAME_GROUP_BYTES // per_chunk)
+    slot = 0
+    for first in range(0, n_chunks, g_max):
+        g = min(g_max, n_chunks - first)
+        frames, starts = encode_chunks(block, chunk_rows, chunk_cols, first, g, fill, clevel)
+        wait(slot)
+        host = st.buffer(slot, frames.nbytes)
+        frames.get(out=host, blocking=True)
+        del frames
+        yield slot, first, host, starts
+        slot ^= 1
 
 
 class GPUTimer:

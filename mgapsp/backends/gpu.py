@@ -18,6 +18,7 @@ from collections import OrderedDict
 import numpy as np
 
 from .. import _kernels
+from .._kernels.staging import FRAME_GROUP_BYTES
 from ..errors import InsufficientMemoryError, UnsupportedError
 from ..graph import Graph
 from .base import ALGORITHMS, Backend, BatchResult
@@ -139,7 +140,7 @@ class GPUBackend(Backend):
             if dg is not None:
                 _GRAPHS.move_to_end(key)
                 return dg
-            dg = _kernels.upload_graph(graph, dtype)
+            dg = _kernels.publish(_kernels.upload_graph(graph, dtype))
             _GRAPHS[key] = dg
             while len(_GRAPHS) > _MAX_GRAPHS:
                 _GRAPHS.popitem(last=False)
@@ -193,6 +194,9 @@ class GPUBackend(Backend):
                 stats={"algorithm": algorithm, "backend": self.name, "rounds": 0,
                        "relaxations": 0},
             )
+        # this thread's own stream: the caller's next steps on this block (the writer's
+        # compression and copies) follow it there, while another thread's batch runs
+        _kernels.use_thread_stream()
         timer = _kernels.GPUTimer().start()
         if algorithm == "floyd-warshall":
             result = self._floyd_warshall(graph, src, dt, predecessors)
@@ -240,7 +244,7 @@ class GPUBackend(Backend):
             if not h.any() and not graph.has_negative_weights:
                 entry = (dg, h)                 # nothing to reweight
             else:
-                entry = (_kernels.reweight(dg, h), _kernels.to_device(h))
+                entry = _kernels.publish((_kernels.reweight(dg, h), _kernels.to_device(h)))
             _REWEIGHTED[key] = entry
             while len(_REWEIGHTED) > _MAX_REWEIGHTED:
                 _REWEIGHTED.popitem(last=False)
@@ -267,7 +271,7 @@ class GPUBackend(Backend):
                 )
                 dg = self._device_graph(graph, dt)
                 D, P, _ = _kernels.floyd_warshall(dg, dt, predecessors)
-                entry = (D, P)
+                entry = _kernels.publish((D, P))
                 _FW[key] = entry
                 while len(_FW) > _MAX_FW:
                     _FW.popitem(last=False)
@@ -290,16 +294,18 @@ class GPUBackend(Backend):
         self._check_algorithm(algorithm)
         dt = _float_dtype(dtype)
         n, B = graph.n, int(batch_size)
-        csr = _csr_bytes(graph, dt)
         out = dt.itemsize + (4 if predecessors else 0)   # per (source, vertex) output
+        # the graph, and the writer's scratch: it compresses a batch's chunks on the
+        # device, FRAME_GROUP_BYTES at a time (a shuffled copy, LZ4 output, frames)
+        fixed = _csr_bytes(graph, dt) + 3 * min(FRAME_GROUP_BYTES, B * n * out)
         if algorithm == "floyd-warshall":
             if fw_rows is not None:
                 # an integer (or the float) slab, its float copy, the pivot panels,
                 # the transposed column panel, the slab's edges
-                return (csr + (2 * fw_rows + 3 * 256) * n * dt.itemsize + 256 * fw_rows * 8
+                return (fixed + (2 * fw_rows + 3 * 256) * n * dt.itemsize + 256 * fw_rows * 8
                         + graph.m * 24)
             matrix = n * n * dt.itemsize * (3 if predecessors else 2)
-            return csr + matrix + graph.m * 4 + B * n * out + B * 8
+            return fixed + matrix + graph.m * 4 + B * n * out + B * 8
         # the batched kernels: state words (see kernels/bellman_ford.cu), per-chunk
         # lane masks and queues, the (B, n) output, the sources and their row map
         _G, C, Bp = _kernels.chunking(B)
@@ -316,4 +322,4 @@ class GPUBackend(Backend):
             if algorithm == "johnson":
                 work += graph.m * (dt.itemsize + 2 * 8) + n * 8   # reweighted copy, h
         state = _kernels.state_bytes(n, B, mode)
-        return csr + state + work + B * n * out + B * 16
+        return fixed + state + work + B * n * out + B * 16
