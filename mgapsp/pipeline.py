@@ -11,10 +11,11 @@ exactly where its store says.
 
 from __future__ import annotations
 
+import itertools
 import os
 import time
 import uuid
-from collections import Counter
+from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -137,7 +138,7 @@ def run_batch(store_path: str, fingerprint: str, batch: int, start: int, stop: i
     written = store.write_block(start, result.distances, result.predecessors)
     t2 = time.perf_counter()
     return {"batch": batch, "rows": stop - start, "compute_s": t1 - t0,
-            "write_s": t2 - t1, "worker": _worker_name(), "backend": backend,
+            "write_s": t2 - t1, "stage_s": written["copy_s"], "worker": _worker_name(), "backend": backend,
             "stored_bytes": written["bytes"], **(result.stats or {})}
 
 
@@ -413,7 +414,10 @@ def run_job(graph: Graph, out, client, *, algorithm: str = "auto", backend: str 
     rows_done = sum(plan.rows(b)[1] - plan.rows(b)[0] for b in np.flatnonzero(done))
     if on_start:
         on_start(report)
-    in_flight = max(2, 2 * nthreads)
+    # Enough batches in flight that the scheduler always has the next one at hand
+    # when a worker thread frees (it queues them, handing each worker at most a few):
+    # with two per thread, a 4-GPU job waited on the client's round trips.
+    in_flight = max(4, 4 * nthreads)
     t0 = time.perf_counter()
     slabs = bool(todo) and fw_by_slabs(plan.algorithm, plan.backend, plan.predecessors,
                                        plan.sources, graph.n)
@@ -421,20 +425,33 @@ def run_job(graph: Graph, out, client, *, algorithm: str = "auto", backend: str 
         bounds, ranks = _floyd_warshall_slabs(client, store, graph, plan, sorted(workers),
                                               token, report)
 
-    def submit(b):
-        start, stop = plan.rows(b)
-        # a slab's batches go to the worker holding it (elsewhere only if it is lost:
-        # there the backend computes the whole matrix)
-        where = {} if not slabs else {
-            "workers": [ranks[fw_dist.owner_of_rows(bounds, start)]],
-            "allow_other_workers": True}
-        return client.submit(run_batch, store.path, graph.fingerprint, b, start, stop,
-                             plan.backend, plan.algorithm, plan.dtype, plan.predecessors,
-                             plan.cpu_algorithm, slabs, key=f"apsp-batch-{b}-{token}",
-                             **where)
+    def submit(batches: list[int]) -> list:
+        """Futures of ``batches``, one ``client.map`` per placement (a message to the
+        scheduler, where a submit per batch cost one each)."""
+        where: dict = defaultdict(list)
+        for b in batches:
+            # a slab's batches go to the worker holding it (elsewhere only if it is
+            # lost: there the backend computes the whole matrix)
+            owner = ranks[fw_dist.owner_of_rows(bounds, plan.rows(b)[0])] if slabs else None
+            where[owner].append(b)
+        futures = []
+        for owner, group in where.items():
+            k = len(group)
+            rows = [plan.rows(b) for b in group]
+            futures += client.map(
+                run_batch, [store.path] * k, [graph.fingerprint] * k, group,
+                [r[0] for r in rows], [r[1] for r in rows], [plan.backend] * k,
+                [plan.algorithm] * k, [plan.dtype] * k, [plan.predecessors] * k,
+                [plan.cpu_algorithm] * k, [slabs] * k,
+                key=[f"apsp-batch-{b}-{token}" for b in group],
+                **({} if owner is None else {"workers": [owner],
+                                             "allow_other_workers": True}))
+        return futures
 
     queue = iter(todo)
-    pending = as_completed([submit(b) for _, b in zip(range(in_flight), queue)])
+    # results come back in the background as tasks finish, not one round trip each
+    pending = as_completed(submit(list(itertools.islice(queue, in_flight))),
+                           with_results=True)
     n_done = int(done.sum())
     # Finished batches are recorded in the store at most every PROGRESS_EVERY_S (and
     # at the end, or when the job fails): a record per batch cost the client a
@@ -452,14 +469,11 @@ def run_job(graph: Graph, out, client, *, algorithm: str = "auto", backend: str 
         recorded_at = time.perf_counter()
 
     try:
-        for fut in pending:
-            try:
-                stats = fut.result()
-            finally:
-                fut.release()
+        for fut, stats in pending:
+            fut.release()
             nxt = next(queue, None)
             if nxt is not None:
-                pending.add(submit(nxt))
+                pending.update(submit([nxt]))
             n_done += 1
             rows_done += stats["rows"]
             unrecorded.append(stats["batch"])
@@ -485,11 +499,14 @@ def run_job(graph: Graph, out, client, *, algorithm: str = "auto", backend: str 
     finally:
         if slabs:
             client.run(fw_dist.drop_slabs)
-    record()
-    report.seconds = time.perf_counter() - t0
     if n_done == plan.n_batches:
-        store.mark_done([], rows_done, n_done, complete=True, extra={
-            "last_run_seconds": round(report.seconds, 3),
+        # the last batches and the job's end in one update of the store
+        store.mark_done(unrecorded, rows_done, n_done, complete=True, extra={
+            "last_run_seconds": round(time.perf_counter() - t0, 3),
             "last_run_rows": report.rows_run,
             "last_run_workers": dict(report.per_worker)})
+        unrecorded.clear()
+    else:
+        record()
+    report.seconds = time.perf_counter() - t0
     return report

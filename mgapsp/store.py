@@ -242,9 +242,12 @@ class Store:
                   extra: dict | None = None) -> None:
         """Record finished batches and the progress summary (client only)."""
         done = self.group["batch_done"]
-        mask = done[:]
-        mask[list(batches)] = 1
-        done[:] = mask
+        if complete:            # every batch: no need to read the mask first
+            done[:] = np.ones(done.shape, dtype=done.dtype)
+        else:
+            mask = done[:]
+            mask[list(batches)] = 1
+            done[:] = mask
         progress = dict(self.group.attrs["progress"])
         progress.update({"batches_done": int(n_done), "rows_done": int(rows_done),
                          "complete": bool(complete), "updated": _now()})

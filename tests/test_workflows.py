@@ -58,9 +58,11 @@ def test_scaling_report(data_dir, tmp_path):
     pytest.importorskip("matplotlib")
     out = tmp_path / "scaling"
     workflow("scaling_report.py", data_dir / "rome99.gr", "--out", out, "--backend", "cpu",
-             "--workers", "1,2", "--sources", "512", "--batch-size", "32")
+             "--workers", "1,2", "--sources", "512", "--batch-size", "32", "--repeats", "2")
     report = json.loads((out / "scaling.json").read_text())
     assert [p["workers"] for p in report["points"]] == [1, 2]
+    assert all(len(p["seconds_all"]) == 2 and p["seconds"] == min(p["seconds_all"])
+               for p in report["points"])
     assert all(p["rows"] == 512 for p in report["points"])
     png = (out / "scaling.png").read_bytes()
     assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 5000
