@@ -226,3 +226,25 @@ def test_job_after_a_failed_job_on_the_same_client(cpu_client, data_dir, tmp_pat
     group = mgapsp.apsp(good, out=tmp_path / "good.zarr", client=cpu_client,
                         dtype="float64")
     assert_distances_equal(group["distances"][:], scipy_distances(good))
+
+
+@pytest.mark.parametrize("workers", [1, 2, 3, 4, 8])
+@pytest.mark.parametrize("n_sources", [62586, 1_000_000, 4097, 100])
+def test_gpu_batches_divide_among_worker_threads(data_dir, workers, n_sources):
+    """The planner's GPU batches come in a multiple of the worker threads (two per
+    GPU worker) and the last is short by fewer rows than there are batches, so that
+    the last wave keeps every thread busy; memory still caps them."""
+    from mgapsp.plan import choose_batch_size
+
+    graph = mgapsp.read_graph(data_dir / "karate.mtx")
+    size = choose_batch_size(graph, n_sources, backend="gpu", n_workers=workers,
+                             bytes_per_row=4 * 62586, memory=140 * 2**30)
+    batches = -(-n_sources // size)
+    last = n_sources - (batches - 1) * size
+    if n_sources >= 2 * workers * 64:
+        assert batches % (2 * workers) == 0
+        assert 0 <= size - last < batches
+    assert 1 <= size <= 8192
+    capped = choose_batch_size(graph, n_sources, backend="gpu", n_workers=workers,
+                               bytes_per_row=4 * 62586, memory=4 * 62586 * 4 * 100)
+    assert capped <= 100

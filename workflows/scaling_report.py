@@ -84,7 +84,10 @@ def main(argv=None) -> int:
                         help="comma-separated worker counts (default 1, 2, 4, ... all)")
     parser.add_argument("--sources", type=int, default=None,
                         help="rows per job (default: every vertex)")
-    parser.add_argument("--batch-size", type=int, default=None)
+    parser.add_argument("--batch-size", type=int, default=None,
+                        help="rows per batch at every point (default, GPU: at most 2048, "
+                             "the same number of batches for each thread of the largest "
+                             "point; CPU: 64)")
     parser.add_argument("--compression", default="lz4", choices=["lz4", "zstd", "none"])
     parser.add_argument("--repeats", type=int, default=3,
                         help="timed jobs per point; the median counts (default 3)")
@@ -96,7 +99,17 @@ def main(argv=None) -> int:
               else sorted({min(2 ** i, most) for i in range(most.bit_length() + 1)}))
     graph = mgapsp.read_graph(args.graph)
     sources = graph.vertex_ids if args.sources is None else graph.vertex_ids[:args.sources]
-    batch = args.batch_size or (2048 if backend == "gpu" else 64)
+    if args.batch_size:
+        batch = args.batch_size
+    elif backend == "gpu":
+        # one batch size for every point: at most 2048 rows, in a whole number of
+        # batches per thread (two per GPU worker) at the largest point
+        threads = 2 * max(counts)
+        batches = -(-len(sources) // 2048)               # of at most 2048 rows
+        batches = -(-batches // threads) * threads      # a multiple of the threads
+        batch = -(-len(sources) // batches)
+    else:
+        batch = 64
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     scratch = Path(tempfile.mkdtemp(prefix="mgapsp-scaling-"))
