@@ -173,8 +173,9 @@ class GPUBackend(Backend):
         """Distances from each of ``sources`` (internal indices) to every vertex.
 
         With ``device=True`` the blocks stay on the device (CuPy arrays), for a writer
-        that stages them to the host itself; ``stats["gpu_s"]`` is the device time of
-        the batch (CUDA events).
+        that stages them to the host itself, and the calling thread's current stream
+        becomes its own (:func:`mgapsp._kernels.use_thread_stream`); ``stats["gpu_s"]``
+        is the device time of the batch (CUDA events).
 
         ``algorithm`` is ``"bellman-ford"``, ``"dijkstra"`` (Crauser's parallel
         Dijkstra; non-negative weights), ``"johnson"`` or ``"floyd-warshall"``;
@@ -194,9 +195,11 @@ class GPUBackend(Backend):
                 stats={"algorithm": algorithm, "backend": self.name, "rounds": 0,
                        "relaxations": 0},
             )
-        # this thread's own stream: the caller's next steps on this block (the writer's
-        # compression and copies) follow it there, while another thread's batch runs
-        _kernels.use_thread_stream()
+        if device:
+            # this thread's own stream, from now on: the caller's next steps on the
+            # block (the writer's compression and copies) follow it there, while the
+            # worker's other thread runs its batch
+            _kernels.use_thread_stream()
         timer = _kernels.GPUTimer().start()
         if algorithm == "floyd-warshall":
             result = self._floyd_warshall(graph, src, dt, predecessors)
