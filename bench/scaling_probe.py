@@ -65,11 +65,13 @@ def main(argv=None):
                             {"key": str(t["key"]), "worker": t["worker"],
                              "thread": t.get("thread"), "start": a, "stop": b}
                             for t, a, b in zip(tasks, starts, ends)]}))
-                print(f"{k} GPUs run {r}: batch {rep.plan.batch_size}, job {rep.seconds:.3f} s ({rep.rows_per_second:,.0f} rows/s), "
+                print(f"{k} GPUs run {r}: batch {rep.plan.batch_size}, job {rep.seconds:.3f} s "
+                      f"({rep.rows_per_second:,.0f} rows/s), "
                       f"create+plan {t1 - t0 - rep.seconds:.3f} s, first batch at "
                       f"{min(starts) - (t1 - rep.seconds):+.3f}, last end {max(ends) - t1:+.3f} s "
-                      f"from the end; write_s {dict((w[-5:], round(v, 3)) for w, v in rep.worker_write_s.items())}, "
-                      f"gpu busy {dict((w[-5:], round(v, 2)) for w, v in rep.gpu_busy().items())}", flush=True)
+                      f"from the end; write_s "
+                      f"{ {w[-5:]: round(v, 3) for w, v in rep.worker_write_s.items()} }, gpu busy "
+                      f"{ {w[-5:]: round(v, 2) for w, v in rep.gpu_busy().items()} }", flush=True)
                 for w, (n, busy) in sorted(per.items()):
                     print(f"    {w[-5:]}: {n} batches, task seconds {busy:.3f}, "
                           f"threads busy {busy / 2 / rep.seconds:.0%}", flush=True)

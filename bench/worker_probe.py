@@ -54,7 +54,8 @@ def main(argv=None):
         rows = sum(s["rows"] for s in stats)
         print(f"{'warm-up' if not r else 'run ' + str(r)}: {plan.algorithm}, {len(stats)} batches "
               f"of {plan.batch_size}, {wall:.3f} s = {rows / wall:,.0f} rows/s; compute "
-              f"{sum(s['compute_s'] for s in stats):.3f} s, write {sum(s['write_s'] for s in stats):.3f} s "
+              f"{sum(s['compute_s'] for s in stats):.3f} s, "
+              f"write {sum(s['write_s'] for s in stats):.3f} s "
               f"(staging {sum(s['stage_s'] for s in stats):.3f}), "
               f"gpu {sum(s.get('gpu_s', 0) for s in stats):.3f} s", flush=True)
         shutil.rmtree(path, ignore_errors=True)

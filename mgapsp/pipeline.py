@@ -138,7 +138,8 @@ def run_batch(store_path: str, fingerprint: str, batch: int, start: int, stop: i
     written = store.write_block(start, result.distances, result.predecessors)
     t2 = time.perf_counter()
     return {"batch": batch, "rows": stop - start, "compute_s": t1 - t0,
-            "write_s": t2 - t1, "stage_s": written["copy_s"], "worker": _worker_name(), "backend": backend,
+            "write_s": t2 - t1, "stage_s": written["copy_s"], "worker": _worker_name(),
+            "backend": backend,
             "stored_bytes": written["bytes"], **(result.stats or {})}
 
 
