@@ -11,14 +11,14 @@ exactly where its store says.
 
 from __future__ import annotations
 
-import itertools
 import os
 import time
 import uuid
-from collections import Counter, defaultdict
+from collections import Counter, deque
 from dataclasses import dataclass, field
 from typing import Callable
 
+import dask
 import numpy as np
 
 from . import fw_dist
@@ -34,6 +34,9 @@ __all__ = ["get_backend", "run_job", "plan_job", "JobReport", "run_batch", "fw_b
 WORKER_WAIT_S = 120
 #: Most seconds between two records of finished batches in the store.
 PROGRESS_EVERY_S = 0.5
+#: Batches in flight per worker thread: enough that a thread that frees always finds
+#: one waiting in its worker's queue while the client hands out the next.
+IN_FLIGHT_PER_THREAD = 4
 
 _BACKENDS: dict[str, Backend] = {}
 _JOBS: dict[tuple[str, str], tuple] = {}
@@ -220,6 +223,50 @@ class JobReport:
         return {w: min(1.0, s / self.seconds) for w, s in self.gpu_s.items()}
 
 
+class _Shares:
+    """Which batches each worker runs next.
+
+    Each worker starts with a contiguous share of the batches, in proportion to its
+    threads, and takes from its front.  One whose share is used up takes from the back
+    of the largest share left, so the shares even out at each worker's pace (a hybrid
+    job's CPU workers, a slower GPU, one that joined late or replaces a lost one).
+    With the scheduler's queue instead, a four-GPU job of 32 batches ran 7 to 9 per
+    worker, and each worker's next batch waited on the scheduler's round trip.
+    """
+
+    def __init__(self, batches: list[int], threads: dict[str, int]):
+        total = sum(threads.values())
+        self.shares: dict[str, deque] = {}
+        start = seen = 0
+        for w, t in sorted(threads.items()):
+            seen += t
+            stop = len(batches) * seen // total
+            self.shares[w] = deque(batches[start:stop])
+            start = stop
+
+    @classmethod
+    def by_owner(cls, batches: list[int], owner: Callable[[int], str]) -> "_Shares":
+        """Shares of batches that belong to a worker (a Floyd-Warshall slab's rows)."""
+        shares = cls([], {})
+        for b in batches:
+            shares.shares.setdefault(owner(b), deque()).append(b)
+        return shares
+
+    def take(self, worker: str, k: int) -> list[int]:
+        """Up to ``k`` batches for ``worker``: its own first, then the largest share's last."""
+        out: list[int] = []
+        own = self.shares.get(worker, deque())
+        while len(out) < k:
+            if own:
+                out.append(own.popleft())
+                continue
+            largest = max(self.shares.values(), key=len, default=None)
+            if not largest:
+                break
+            out.append(largest.pop())
+        return out
+
+
 def _floyd_warshall_slabs(client, store: Store, graph: Graph, plan: JobPlan,
                           addresses: list[str], token: str, report: JobReport):
     """Run the job's Floyd-Warshall as one slab per worker (mgapsp.fw_dist); returns
@@ -377,7 +424,6 @@ def run_job(graph: Graph, out, client, *, algorithm: str = "auto", backend: str 
     else:
         memory_key = "gpu_memory" if backend == "gpu" else "cpu_memory"
         memory = min(w[memory_key] for w in workers.values())
-    nthreads = sum(client.nthreads().values())
 
     existing = Store.exists(out) and resume
     if existing:
@@ -415,10 +461,7 @@ def run_job(graph: Graph, out, client, *, algorithm: str = "auto", backend: str 
     rows_done = sum(plan.rows(b)[1] - plan.rows(b)[0] for b in np.flatnonzero(done))
     if on_start:
         on_start(report)
-    # Enough batches in flight that the scheduler always has the next one at hand
-    # when a worker thread frees (it queues them, handing each worker at most a few):
-    # with two per thread, a 4-GPU job waited on the client's round trips.
-    in_flight = max(4, 4 * nthreads)
+    threads = client.nthreads()
     t0 = time.perf_counter()
     slabs = bool(todo) and fw_by_slabs(plan.algorithm, plan.backend, plan.predecessors,
                                        plan.sources, graph.n)
@@ -426,33 +469,45 @@ def run_job(graph: Graph, out, client, *, algorithm: str = "auto", backend: str 
         bounds, ranks = _floyd_warshall_slabs(client, store, graph, plan, sorted(workers),
                                               token, report)
 
-    def submit(batches: list[int]) -> list:
-        """Futures of ``batches``, one ``client.map`` per placement (a message to the
-        scheduler, where a submit per batch cost one each)."""
-        where: dict = defaultdict(list)
-        for b in batches:
+        def owner(b: int) -> str:
             # a slab's batches go to the worker holding it (elsewhere only if it is
             # lost: there the backend computes the whole matrix)
-            owner = ranks[fw_dist.owner_of_rows(bounds, plan.rows(b)[0])] if slabs else None
-            where[owner].append(b)
-        futures = []
-        for owner, group in where.items():
-            k = len(group)
-            rows = [plan.rows(b) for b in group]
-            futures += client.map(
-                run_batch, [store.path] * k, [graph.fingerprint] * k, group,
+            return ranks[fw_dist.owner_of_rows(bounds, plan.rows(b)[0])]
+
+        shares = _Shares.by_owner(todo, owner)
+    else:
+        owner = None
+        shares = _Shares(todo, threads)
+
+    def submit(placed: list[tuple[int, str]]) -> list:
+        """Futures of ``(batch, worker)`` pairs: one ``client.map``, so one message to
+        the scheduler, each task (loosely) restricted to its worker.  Restricted tasks
+        skip the scheduler's queue and wait in the worker's own, where a thread that
+        frees finds the next batch at once."""
+        if not placed:
+            return []
+        keys = [f"apsp-batch-{b}-{token}" for b, _ in placed]
+        where = {k: [w] for k, (_, w) in zip(keys, placed)}
+        rows = [plan.rows(b) for b, _ in placed]
+        k = len(placed)
+        # allow_other_workers: a lost worker's batches run elsewhere, and Dask's work
+        # stealing may move queued ones to an idle worker (one that joined late)
+        with dask.annotate(workers=where.get, allow_other_workers=True):
+            return client.map(
+                run_batch, [store.path] * k, [graph.fingerprint] * k, [b for b, _ in placed],
                 [r[0] for r in rows], [r[1] for r in rows], [plan.backend] * k,
                 [plan.algorithm] * k, [plan.dtype] * k, [plan.predecessors] * k,
-                [plan.cpu_algorithm] * k, [slabs] * k,
-                key=[f"apsp-batch-{b}-{token}" for b in group],
-                **({} if owner is None else {"workers": [owner],
-                                             "allow_other_workers": True}))
-        return futures
+                [plan.cpu_algorithm] * k, [slabs] * k, key=keys)
 
-    queue = iter(todo)
+    def place(b: int, runner: str) -> tuple[int, str]:
+        return b, (owner(b) if owner else runner)
+
+    # Each worker keeps IN_FLIGHT_PER_THREAD batches per thread in flight; every
+    # finished batch's worker gets the next one, so work follows each worker's pace.
+    first = [place(b, w) for w in sorted(threads)
+             for b in shares.take(w, IN_FLIGHT_PER_THREAD * threads[w])]
     # results come back in the background as tasks finish, not one round trip each
-    pending = as_completed(submit(list(itertools.islice(queue, in_flight))),
-                           with_results=True)
+    pending = as_completed(submit(first), with_results=True)
     n_done = int(done.sum())
     # Finished batches are recorded in the store at most every PROGRESS_EVERY_S (and
     # at the end, or when the job fails): a record per batch cost the client a
@@ -472,9 +527,9 @@ def run_job(graph: Graph, out, client, *, algorithm: str = "auto", backend: str 
     try:
         for fut, stats in pending:
             fut.release()
-            nxt = next(queue, None)
-            if nxt is not None:
-                pending.update(submit([nxt]))
+            nxt = shares.take(stats["worker"], 1)
+            if nxt:
+                pending.update(submit([place(nxt[0], stats["worker"])]))
             n_done += 1
             rows_done += stats["rows"]
             unrecorded.append(stats["batch"])

@@ -6,6 +6,7 @@ import dask.array as da
 import numpy as np
 import pytest
 import zarr
+from distributed.diagnostics.plugin import SchedulerPlugin
 
 import mgapsp
 from mgapsp import NegativeCycleError, ResumeMismatchError, StoreError
@@ -248,3 +249,89 @@ def test_gpu_batches_divide_among_worker_threads(data_dir, workers, n_sources):
     capped = choose_batch_size(graph, n_sources, backend="gpu", n_workers=workers,
                                bytes_per_row=4 * 62586, memory=4 * 62586 * 4 * 100)
     assert capped <= 100
+
+
+def test_shares_follow_threads_then_even_out():
+    """Contiguous shares in proportion to each worker's threads; a worker whose share is
+    used up takes from the back of the largest share left; a worker that joined late
+    (no share) does the same."""
+    from mgapsp.pipeline import _Shares
+
+    shares = _Shares(list(range(12)), {"b": 2, "a": 1, "c": 1})
+    assert {w: list(s) for w, s in shares.shares.items()} == {
+        "a": [0, 1, 2], "b": [3, 4, 5, 6, 7, 8], "c": [9, 10, 11]}
+    assert shares.take("a", 2) == [0, 1]
+    # a's last one, then the back of b's (the largest)
+    assert shares.take("a", 3) == [2, 8, 7]
+    assert shares.take("late", 1) == [6]
+    assert shares.take("c", 10) == [9, 10, 11, 5, 4, 3]
+    assert shares.take("b", 1) == [] and shares.take("a", 1) == []
+    # every batch exactly once, whatever the order of taking
+    rng = np.random.default_rng(7)
+    for _ in range(20):
+        n = int(rng.integers(0, 50))
+        threads = {f"w{i}": int(rng.integers(1, 5)) for i in range(int(rng.integers(1, 6)))}
+        shares = _Shares(list(range(n)), threads)
+        sizes = [len(s) for s in shares.shares.values()]
+        total = sum(threads.values())
+        assert all(abs(s - n * t / total) < 1 for s, t in zip(sizes, threads.values()))
+        got = []
+        while True:
+            w = rng.choice([*threads, "late"])
+            more = shares.take(w, int(rng.integers(1, 4)))
+            if not more:
+                break
+            got += more
+        assert sorted(got) == list(range(n))
+    # Floyd-Warshall slabs: shares by the owner of each batch
+    owned = _Shares.by_owner(list(range(6)), lambda b: "x" if b < 4 else "y")
+    assert {w: list(s) for w, s in owned.shares.items()} == {"x": [0, 1, 2, 3], "y": [4, 5]}
+
+
+class _RecordPlacement(SchedulerPlugin):
+    """Scheduler plugin: the worker each batch task was restricted to."""
+
+    name = "mgapsp-test-placement"
+
+    def __init__(self, scheduler):
+        self.scheduler = scheduler
+        self.seen = {}
+
+    def transition(self, key, start, finish, *args, **kwargs):
+        if finish == "processing" and str(key).startswith("apsp-batch"):
+            ts = self.scheduler.tasks[key]
+            self.seen[key] = (sorted(ts.worker_restrictions or ()), ts.loose_restrictions)
+
+
+def test_batches_wait_in_their_workers_queue(data_dir, tmp_path):
+    """On workers of one and two threads, each batch task is loosely restricted to one
+    worker (a lost worker's batches still run elsewhere), and the first batches each
+    worker gets are a contiguous run of its share, in proportion to its threads."""
+    from distributed import Client, Nanny, Scheduler, SpecCluster
+
+    workers = {name: {"cls": Nanny, "options": {"nthreads": t, "host": "127.0.0.1"}}
+               for name, t in (("one", 1), ("two", 2))}
+    scheduler = {"cls": Scheduler, "options": {"dashboard_address": None,
+                                               "host": "127.0.0.1"}}
+    graph = mgapsp.read_graph(data_dir / "rome99.gr")
+    with SpecCluster(workers=workers, scheduler=scheduler) as cluster, \
+            Client(cluster) as client:
+        client.wait_for_workers(2, timeout=60)
+        plugin = _RecordPlacement(cluster.scheduler)
+        cluster.scheduler.add_plugin(plugin)
+        report = run_job(graph, tmp_path / "p.zarr", client, backend="cpu", batch_size=32,
+                         sources=graph.vertex_ids[:12 * 32])
+        threads = client.nthreads()
+    assert report.batches_run == 12
+    assert verify_store(tmp_path / "p.zarr", all_rows=True).ok
+    placed = {int(k.split("-")[2]): v for k, v in plugin.seen.items()}
+    assert sorted(placed) == list(range(12))
+    assert all(len(w) == 1 and loose for w, loose in placed.values()), placed
+    # 4 in flight per thread: every batch is handed out at once, 4 to the one-thread
+    # worker (batches 0-3 or 8-11, by address order) and 8 to the other
+    by_worker = {}
+    for b, (w, _) in sorted(placed.items()):
+        by_worker.setdefault(w[0], []).append(b)
+    assert {w: len(b) for w, b in by_worker.items()} == {
+        w: 4 * t for w, t in threads.items()}, by_worker
+    assert all(b == list(range(b[0], b[0] + len(b))) for b in by_worker.values()), by_worker
