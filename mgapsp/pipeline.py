@@ -252,14 +252,17 @@ class _Shares:
             shares.shares.setdefault(owner(b), deque()).append(b)
         return shares
 
-    def take(self, worker: str, k: int) -> list[int]:
-        """Up to ``k`` batches for ``worker``: its own first, then the largest share's last."""
+    def take(self, worker: str, k: int, *, borrow: bool = True) -> list[int]:
+        """Up to ``k`` batches for ``worker``: its own first, then (with ``borrow``) the
+        largest share's last."""
         out: list[int] = []
         own = self.shares.get(worker, deque())
         while len(out) < k:
             if own:
                 out.append(own.popleft())
                 continue
+            if not borrow:
+                break
             largest = max(self.shares.values(), key=len, default=None)
             if not largest:
                 break
@@ -504,10 +507,16 @@ def run_job(graph: Graph, out, client, *, algorithm: str = "auto", backend: str 
 
     # Each worker keeps IN_FLIGHT_PER_THREAD batches per thread in flight; every
     # finished batch's worker gets the next one, so work follows each worker's pace.
+    # A batch per thread goes first, alone: the scheduler handles a small graph
+    # sooner, and the rest follow while those run.
+    # Until a worker finishes a batch it takes from its own share only.
     first = [place(b, w) for w in sorted(threads)
-             for b in shares.take(w, IN_FLIGHT_PER_THREAD * threads[w])]
+             for b in shares.take(w, threads[w], borrow=False)]
+    more = [place(b, w) for w in sorted(threads)
+            for b in shares.take(w, (IN_FLIGHT_PER_THREAD - 1) * threads[w], borrow=False)]
     # results come back in the background as tasks finish, not one round trip each
     pending = as_completed(submit(first), with_results=True)
+    pending.update(submit(more))
     n_done = int(done.sum())
     # Finished batches are recorded in the store at most every PROGRESS_EVERY_S (and
     # at the end, or when the job fails): a record per batch cost the client a

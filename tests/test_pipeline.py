@@ -266,6 +266,10 @@ def test_shares_follow_threads_then_even_out():
     assert shares.take("late", 1) == [6]
     assert shares.take("c", 10) == [9, 10, 11, 5, 4, 3]
     assert shares.take("b", 1) == [] and shares.take("a", 1) == []
+    # the first batches a worker gets come from its own share only
+    shares = _Shares(list(range(6)), {"a": 1, "b": 1})
+    assert shares.take("a", 5, borrow=False) == [0, 1, 2]
+    assert shares.take("b", 1, borrow=False) == [3]
     # every batch exactly once, whatever the order of taking
     rng = np.random.default_rng(7)
     for _ in range(20):
@@ -320,18 +324,18 @@ def test_batches_wait_in_their_workers_queue(data_dir, tmp_path):
         plugin = _RecordPlacement(cluster.scheduler)
         cluster.scheduler.add_plugin(plugin)
         report = run_job(graph, tmp_path / "p.zarr", client, backend="cpu", batch_size=32,
-                         sources=graph.vertex_ids[:12 * 32])
+                         sources=graph.vertex_ids[:9 * 32])
         threads = client.nthreads()
-    assert report.batches_run == 12
+    assert report.batches_run == 9
     assert verify_store(tmp_path / "p.zarr", all_rows=True).ok
     placed = {int(k.split("-")[2]): v for k, v in plugin.seen.items()}
-    assert sorted(placed) == list(range(12))
+    assert sorted(placed) == list(range(9))
     assert all(len(w) == 1 and loose for w, loose in placed.values()), placed
-    # 4 in flight per thread: every batch is handed out at once, 4 to the one-thread
-    # worker (batches 0-3 or 8-11, by address order) and 8 to the other
+    # 4 in flight per thread would be 4 and 8: more than the shares (3 and 6), so every
+    # batch is handed out at once, each to the worker whose share holds it
     by_worker = {}
     for b, (w, _) in sorted(placed.items()):
         by_worker.setdefault(w[0], []).append(b)
     assert {w: len(b) for w, b in by_worker.items()} == {
-        w: 4 * t for w, t in threads.items()}, by_worker
+        w: 3 * t for w, t in threads.items()}, by_worker
     assert all(b == list(range(b[0], b[0] + len(b))) for b in by_worker.values()), by_worker
