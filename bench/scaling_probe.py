@@ -21,6 +21,7 @@ from pathlib import Path
 import numpy as np
 
 import mgapsp
+from mgapsp import pipeline
 from mgapsp.pipeline import run_job
 from mgapsp.store import Store
 
@@ -71,11 +72,15 @@ def main(argv=None):
                    help="0: at most 2048 rows, a whole number of batches per thread "
                         "at the largest worker count (as the scaling report)")
     p.add_argument("--repeats", type=int, default=5)
+    p.add_argument("--in-flight", type=int, default=0,
+                   help="batches in flight per worker thread (0: the pipeline's)")
     p.add_argument("--out", default=None, help="write every job's timeline here (JSON)")
     args = p.parse_args(argv)
     from dask_cuda import LocalCUDACluster
     from distributed import Client, get_task_stream
 
+    if args.in_flight:
+        pipeline.IN_FLIGHT_PER_THREAD = args.in_flight
     g = mgapsp.read_graph(args.graph)
     counts = [int(x) for x in args.workers.split(",")]
     batch = args.batch_size
@@ -101,12 +106,13 @@ def main(argv=None):
                     t_end = time.time()
                 t0 = t_end - rep.seconds
                 line = timeline(ts.data, t0, t_end)
-                line.update(record_s=_RECORDS[-1], seconds=rep.seconds, rows_per_s=rep.rows_per_second,
-                            gpu_busy=float(np.mean(list(rep.gpu_busy().values()))))
+                line.update(record_s=_RECORDS[-1], seconds=rep.seconds,
+                            rows_per_s=rep.rows_per_second, gpu_busy=float(np.mean(list(rep.gpu_busy().values()))))
                 runs.append(line)
                 print(f"{k} GPUs x {args.threads} threads, run {r}: {rep.seconds * 1e3:.1f} ms "
                       f"({rep.rows_per_second:,.0f} rows/s), head {line['head_s'] * 1e3:.1f}, "
-                      f"tail {line['tail_s'] * 1e3:.1f} (record {line['record_s'] * 1e3:.1f}), batch {line['batch_s'] * 1e3:.1f}, "
+                      f"tail {line['tail_s'] * 1e3:.1f} (record {line['record_s'] * 1e3:.1f}), "
+                      f"batch {line['batch_s'] * 1e3:.1f}, "
                       f"gap {line['gap_s'] * 1e3:.1f} ms, GPU busy {line['gpu_busy']:.0%}, "
                       f"per worker {line['per_worker']}", flush=True)
             med = {key: float(np.median([x[key] for x in runs]))
