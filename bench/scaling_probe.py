@@ -107,7 +107,8 @@ def main(argv=None):
                 t0 = t_end - rep.seconds
                 line = timeline(ts.data, t0, t_end)
                 line.update(record_s=_RECORDS[-1], seconds=rep.seconds,
-                            rows_per_s=rep.rows_per_second, gpu_busy=float(np.mean(list(rep.gpu_busy().values()))))
+                            rows_per_s=rep.rows_per_second,
+                            gpu_busy=float(np.mean(list(rep.gpu_busy().values()))))
                 runs.append(line)
                 print(f"{k} GPUs x {args.threads} threads, run {r}: {rep.seconds * 1e3:.1f} ms "
                       f"({rep.rows_per_second:,.0f} rows/s), head {line['head_s'] * 1e3:.1f}, "
