@@ -2,9 +2,11 @@
 
 The client never computes distances.  It plans the job, checks the graph for negative
 cycles (one task), creates the store, and keeps a bounded number of batch tasks
-(``apsp-batch-<i>-<run token>``) in flight with ``as_completed``.  Each worker loads the graph from
-the store once per process (no ``scatter(broadcast=True)``: a lost worker would lose
-it), computes its block with its backend, and writes the block's whole chunks itself.
+(``apsp-batch-<i>-<run token>``) in flight with ``as_completed``, each in the queue of
+the worker whose share of the batches it is (``_Shares``).  Each worker loads the
+graph from the store once per process (no ``scatter(broadcast=True)``: a lost worker
+would lose it), computes its block with its backend, and writes the block's whole
+chunks itself.
 The client marks batches done only after their task returned, so a killed job resumes
 exactly where its store says.
 """
