@@ -509,8 +509,9 @@ def run_job(graph: Graph, out, client, *, algorithm: str = "auto", backend: str 
 
     # Each worker keeps IN_FLIGHT_PER_THREAD batches per thread in flight; every
     # finished batch's worker gets the next one, so work follows each worker's pace.
-    # A batch per thread goes first, alone: the scheduler handles a small graph
-    # sooner, and the rest follow while those run.
+    # A batch per thread goes first, in a message of its own, so that the scheduler
+    # need not read the whole window before the first batches start; the rest follow
+    # while those run.
     # Until a worker finishes a batch it takes from its own share only.
     first = [place(b, w) for w in sorted(threads)
              for b in shares.take(w, threads[w], borrow=False)]
