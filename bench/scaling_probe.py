@@ -124,7 +124,7 @@ def main(argv=None):
                 Path(args.out).mkdir(parents=True, exist_ok=True)
                 (Path(args.out) / f"probe-{k}x{args.threads}-b{batch}.json").write_text(
                     json.dumps({"batch_size": batch, "threads": args.threads, "runs": runs}))
-    base = summary[counts[0]]["seconds"] * counts[0]
+    base = summary[counts[0]]["seconds"]      # speed-ups against the first point
     for k, m in summary.items():
         print(f"median {k} GPUs x {args.threads} threads, batch {batch}: "
               f"{m['seconds'] * 1e3:.1f} ms (x{base / m['seconds']:.2f} of {counts[0]}), "
