@@ -434,12 +434,13 @@ def load_rows(store, r0: int, r1: int):
     return indptr - lo, g["indices"][lo:hi], g["weights"][lo:hi]
 
 
-def fw_rank(store_path: str, fingerprint: str, prefix: str, rank: int, bounds,
+def fw_rank(store_path: str, fingerprint: str, run: str, prefix: str, rank: int, bounds,
             backend: str, dtype: str, info: dict, peers: tuple = (),
             exchange: str = "dask") -> dict:
     """Worker task: this rank's slab of the job's Floyd-Warshall matrix, kept in the
     process (:func:`cached_rows`) for the batch tasks that write it.  ``info`` is
-    :func:`job_info`; the rank reads only its own rows' edges from the store."""
+    :func:`job_info`; the rank reads only its own rows' edges from the store.  ``run``
+    names the run (see :func:`mgapsp.pipeline.run_batch`)."""
     from .pipeline import _job_store, _worker_name
 
     t0 = time.perf_counter()
@@ -451,7 +452,7 @@ def fw_rank(store_path: str, fingerprint: str, prefix: str, rank: int, bounds,
     want, exchange = exchange, None
     times = {}
     try:
-        edges = load_rows(_job_store(store_path, fingerprint), r0, r1)
+        edges = load_rows(_job_store(store_path, fingerprint, run), r0, r1)
         times["load_s"] = time.perf_counter() - t0
         if backend == "gpu":
             import cupy

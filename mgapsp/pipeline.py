@@ -14,6 +14,7 @@ exactly where its store says.
 from __future__ import annotations
 
 import os
+import threading
 import time
 import uuid
 from collections import Counter, deque
@@ -41,7 +42,6 @@ PROGRESS_EVERY_S = 0.5
 IN_FLIGHT_PER_THREAD = 4
 
 _BACKENDS: dict[str, Backend] = {}
-_JOBS: dict[tuple[str, str], tuple] = {}
 
 
 def get_backend(name: str) -> Backend:
@@ -73,42 +73,57 @@ def backend_algorithms(name: str) -> tuple[str, ...]:
 
 
 # -- worker side --------------------------------------------------------------
-def _job_store(store_path: str, fingerprint: str) -> Store:
-    """The job's store, opened once per process; refuses another graph's store (by the
-    fingerprint it records: cheap, for tasks that do not load the graph)."""
-    key = (os.path.abspath(store_path), fingerprint)
-    if key not in _STORES:
-        store = Store.open(store_path, mode="r+")
-        if store.fingerprint != fingerprint:
-            raise MgapspError(f"{store_path}: stored graph does not match the job's "
-                              f"fingerprint {fingerprint}")
-        _STORES.clear()
-        _STORES[key] = store
-    return _STORES[key]
+# A worker keeps what a run needs between its batches: the store opened, its sources,
+# targets and potentials (keyed by the run's token, so that a later run into the same
+# path, with other sources or targets, never sees this one's), and the graph (keyed by
+# its fingerprint, a hash of the CSR: a rerun on the same graph does not load it again).
+_RUNS: dict[tuple[str, str, str], tuple] = {}
+_GRAPHS: dict[str, Graph] = {}
+_LOADING = threading.Lock()
 
 
-_STORES: dict[tuple[str, str], Store] = {}
+def _job_store(store_path: str, fingerprint: str, run: str) -> Store:
+    """The store of run ``run``, opened once per process; refuses another graph's store
+    (by the fingerprint it records: cheap, for tasks that do not load the graph)."""
+    return _run_inputs(store_path, fingerprint, run)[0]
 
 
-def _job_inputs(store_path: str, fingerprint: str):
-    key = (os.path.abspath(store_path), fingerprint)
-    if key not in _JOBS:
-        store = _job_store(store_path, fingerprint)
-        graph = store.load_graph()
-        if graph.fingerprint != fingerprint:
-            raise MgapspError(f"{store_path}: stored graph does not match the job's "
-                              f"fingerprint {fingerprint}")
-        _JOBS.clear()  # one job per worker at a time; free the last one's graph
-        _JOBS[key] = (store, graph, store.potentials(), store.source_index(),
-                      store.target_index())
-    return _JOBS[key]
+def _run_inputs(store_path: str, fingerprint: str, run: str):
+    key = (os.path.abspath(store_path), fingerprint, run)
+    with _LOADING:      # a worker's threads start their first batches together
+        if key not in _RUNS:
+            store = Store.open(store_path, mode="r+")
+            if store.fingerprint != fingerprint:
+                raise MgapspError(f"{store_path}: stored graph does not match the job's "
+                                  f"fingerprint {fingerprint}")
+            _RUNS.clear()   # one run per worker at a time
+            _RUNS[key] = (store, store.source_index(), store.target_index(),
+                          store.potentials())
+        return _RUNS[key]
 
 
-def run_batch(store_path: str, fingerprint: str, batch: int, start: int, stop: int,
-              backend: str, algorithm: str, dtype: str, predecessors: bool,
+def _job_inputs(store_path: str, fingerprint: str, run: str):
+    """``(store, graph, potentials, sources, targets)`` of run ``run``."""
+    store, sources, targets, potentials = _run_inputs(store_path, fingerprint, run)
+    with _LOADING:
+        if fingerprint not in _GRAPHS:
+            graph = store.load_graph()
+            if graph.fingerprint != fingerprint:
+                raise MgapspError(f"{store_path}: stored graph does not match the job's "
+                                  f"fingerprint {fingerprint}")
+            _GRAPHS.clear()     # free the last graph
+            _GRAPHS[fingerprint] = graph
+        graph = _GRAPHS[fingerprint]
+    return store, graph, potentials, sources, targets
+
+
+def run_batch(store_path: str, fingerprint: str, run: str, batch: int, start: int,
+              stop: int, backend: str, algorithm: str, dtype: str, predecessors: bool,
               cpu_algorithm: str | None = None, slab: bool = False) -> dict:
     """Worker task: compute rows ``start:stop`` of the store and write them.
 
+    ``run`` names the run (``run_job``'s token): what a worker caches of the store
+    belongs to it.
     With ``backend="hybrid"`` the worker uses its GPU when it has one, else the CPU
     backend with ``cpu_algorithm``.  With ``slab`` the rows come from this worker's
     slab of a Floyd-Warshall run across workers (``mgapsp.fw_dist``).
@@ -120,12 +135,11 @@ def run_batch(store_path: str, fingerprint: str, batch: int, start: int, stop: i
         # worker that lacks them (it replaced a lost one) computes them below
         rows = fw_dist.cached_rows(fingerprint, dtype, np.arange(start, stop))
         if rows is not None:
-            store = _job_store(store_path, fingerprint)
-            targets = store.target_index()
+            store, _, targets, _ = _run_inputs(store_path, fingerprint, run)
             result = BatchResult(distances=rows, predecessors=None,
                                  stats={"algorithm": algorithm, "cached": True})
     if result is None:
-        store, graph, potentials, sources, targets = _job_inputs(store_path, fingerprint)
+        store, graph, potentials, sources, targets = _job_inputs(store_path, fingerprint, run)
         if backend == "hybrid":
             backend = _local_backend()
             if backend == "cpu":
@@ -286,8 +300,8 @@ def _floyd_warshall_slabs(client, store: Store, graph: Graph, plan: JobPlan,
     t0 = time.perf_counter()
     info = fw_dist.job_info(graph, plan.dtype, plan.backend)
     t_info = time.perf_counter() - t0
-    futures = [client.submit(fw_dist.fw_rank, store.path, graph.fingerprint, prefix, r,
-                             bounds, plan.backend, plan.dtype, info, tuple(ranks), exchange,
+    futures = [client.submit(fw_dist.fw_rank, store.path, graph.fingerprint, token, prefix,
+                             r, bounds, plan.backend, plan.dtype, info, tuple(ranks), exchange,
                              key=f"{prefix}-{r}", workers=[addr], allow_other_workers=False,
                              pure=False)
                for r, addr in enumerate(ranks)]
@@ -499,7 +513,8 @@ def run_job(graph: Graph, out, client, *, algorithm: str = "auto", backend: str 
         # stealing may move queued ones to an idle worker (one that joined late)
         with dask.annotate(workers=where.get, allow_other_workers=True):
             return client.map(
-                run_batch, [store.path] * k, [graph.fingerprint] * k, [b for b, _ in placed],
+                run_batch, [store.path] * k, [graph.fingerprint] * k, [token] * k,
+                [b for b, _ in placed],
                 [r[0] for r in rows], [r[1] for r in rows], [plan.backend] * k,
                 [plan.algorithm] * k, [plan.dtype] * k, [plan.predecessors] * k,
                 [plan.cpu_algorithm] * k, [slabs] * k, key=keys)

@@ -133,8 +133,8 @@ def test_a_failed_rank_fails_the_job_without_hanging(cpu_client, data_dir, tmp_p
     prefix = "apsp-fw-test-fail"
     info = fw_dist.job_info(graph, "float64", "cpu")
     futures = [cpu_client.submit(fw_dist.fw_rank, str(out),
-                                 graph.fingerprint if r == 0 else "not-this-graph", prefix,
-                                 r, bounds, "cpu", "float64", info, key=f"{prefix}-{r}",
+                                 graph.fingerprint if r == 0 else "not-this-graph",
+                                 "test-fail", prefix, r, bounds, "cpu", "float64", info, key=f"{prefix}-{r}",
                                  workers=[workers[r]], allow_other_workers=False)
                for r in range(2)]
     t0 = time.perf_counter()

@@ -206,6 +206,26 @@ def test_many_to_many_targets(cpu_client, data_dir, tmp_path):
     assert ds["target_ids"].shape == (57,)
 
 
+def test_rerun_into_the_same_path_with_other_rows(cpu_client, data_dir, tmp_path):
+    """Regression: workers cached a store's sources by its path and graph, so a second
+    job into the same path (--overwrite) with other sources or targets wrote the first
+    job's rows."""
+    graph = reweighted(mgapsp.read_graph(data_dir / "rome99.gr"), seed=4)
+    out = tmp_path / "same.zarr"
+    rng = np.random.default_rng(5)
+    for count, n_targets in [(40, None), (40, None), (25, 31), (40, None)]:
+        sources = rng.choice(graph.vertex_ids, size=count, replace=False)
+        targets = (None if n_targets is None
+                   else rng.choice(graph.vertex_ids, size=n_targets, replace=False))
+        group = mgapsp.apsp(graph, out=out, client=cpu_client, sources=sources,
+                            targets=targets, dtype="float64", batch_size=8,
+                            overwrite=True)
+        ref = scipy_distances(graph, graph.index_of(sources))
+        if targets is not None:
+            ref = ref[:, graph.index_of(targets)]
+        assert_distances_equal(group["distances"][:], ref)
+
+
 def test_hybrid_backend_uses_each_workers_own_backend(cpu_client, data_dir, tmp_path):
     """backend="hybrid": workers without a GPU run the CPU backend's algorithm."""
     graph = reweighted(mgapsp.read_graph(data_dir / "rome99.gr"), seed=9)
