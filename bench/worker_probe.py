@@ -40,7 +40,8 @@ def main(argv=None):
     scratch = Path(tempfile.mkdtemp())
     def task(b):
         start, stop = plan.rows(b)
-        return pipeline.run_batch(str(path), g.fingerprint, path.name, b, start, stop, "gpu",
+        return pipeline.run_batch(str(path), g.fingerprint, path.name, b, start, stop,
+                                  (start, stop), "gpu",
                                   plan.algorithm, plan.dtype, False)
 
     for r in range(args.repeats + 1):

@@ -293,7 +293,7 @@ def path(store, u, v):
         raise MgapspError(f"{u} is not a source of {store}")
     row = int(rows[0])
     plan = s.plan()
-    if not s.done_mask()[row // plan.batch_size]:
+    if not s.group["batch_done"][row // plan.batch_size]:
         raise MgapspError(f"the row of source {u} is not computed yet; resume the job")
     graph_ids = s.group["vertex_ids"][:]
     target = np.flatnonzero(graph_ids == v)

@@ -164,6 +164,42 @@ def test_resume_computes_only_missing_batches(cpu_client, data_dir, tmp_path):
     assert verify_store(out, all_rows=True).ok
 
 
+def test_workers_flag_their_batches_and_old_stores_still_resume(cpu_client, data_dir,
+                                                                tmp_path):
+    """Each batch's flag is a chunk file of its own, written by the worker; a store
+    from before (one chunk for every flag, written by the client) still resumes."""
+    graph = mgapsp.read_graph(data_dir / "Anaheim_net.tntp")
+    out = tmp_path / "flags.zarr"
+    run_job(graph, out, cpu_client, batch_size=32)
+    store = Store.open(out, mode="r+")
+    assert store.workers_mark_batches
+    flags = out / "batch_done" / "c"
+    assert sorted(int(p.name) for p in flags.iterdir()) == list(range(13))
+    # the flags alone say what is done (a driver killed before its last record)
+    for b in (3, 7):
+        (flags / str(b)).unlink()
+        store.group["distances"][b * 32:(b + 1) * 32, :] = np.nan
+    report = run_job(graph, out, cpu_client, resume=True)
+    assert report.batches_run == 2 and report.resumed_batches == 11
+    assert sorted(int(p.name) for p in flags.iterdir()) == list(range(13))
+    assert verify_store(out, all_rows=True).ok
+
+    # the layout before: one chunk for all flags
+    mask = np.ones(13, dtype="uint8")
+    mask[[1, 12]] = 0
+    del store.group["batch_done"]
+    store.group.create_array("batch_done", shape=(13,), chunks=(13,), dtype="uint8",
+                             fill_value=0, dimension_names=("batch",))[:] = mask
+    for b in (1, 12):
+        store.group["distances"][b * 32:(b + 1) * 32, :] = np.nan
+    assert not Store.open(out).workers_mark_batches
+    report = run_job(graph, out, cpu_client, resume=True)
+    assert report.batches_run == 2 and report.resumed_batches == 11
+    assert [p.name for p in flags.iterdir()] == ["0"]
+    assert Store.open(out).done_mask().all()
+    assert verify_store(out, all_rows=True).ok
+
+
 def test_two_workers_share_the_batches(cpu_client, data_dir, tmp_path):
     graph = mgapsp.read_graph(data_dir / "rome99.gr")
     report = run_job(graph, tmp_path / "w.zarr", cpu_client, batch_size=64,
@@ -272,24 +308,27 @@ def test_gpu_batches_divide_among_worker_threads(data_dir, workers, n_sources):
 
 
 def test_shares_follow_threads_then_even_out():
-    """Contiguous shares in proportion to each worker's threads; a worker whose share is
-    used up takes from the back of the largest share left; a worker that joined late
-    (no share) does the same."""
+    """Shares in proportion to each worker's threads, dealt in turn; a worker whose
+    share is used up takes from the back of the largest share left; a worker that
+    joined late (no share) does the same."""
     from mgapsp.pipeline import _Shares
 
     shares = _Shares(list(range(12)), {"b": 2, "a": 1, "c": 1})
     assert {w: list(s) for w, s in shares.shares.items()} == {
-        "a": [0, 1, 2], "b": [3, 4, 5, 6, 7, 8], "c": [9, 10, 11]}
-    assert shares.take("a", 2) == [0, 1]
+        "a": [1, 5, 9], "b": [0, 3, 4, 7, 8, 11], "c": [2, 6, 10]}
+    assert shares.take("a", 2) == [1, 5]
     # a's last one, then the back of b's (the largest)
-    assert shares.take("a", 3) == [2, 8, 7]
-    assert shares.take("late", 1) == [6]
-    assert shares.take("c", 10) == [9, 10, 11, 5, 4, 3]
+    assert shares.take("a", 3) == [9, 11, 8]
+    assert shares.take("late", 1) == [7]
+    assert shares.take("c", 10) == [2, 6, 10, 4, 3, 0]
     assert shares.take("b", 1) == [] and shares.take("a", 1) == []
+    # equal threads: a plain round robin
+    shares = _Shares(list(range(10)), {"x": 3, "y": 3})
+    assert list(shares.shares["x"]) == [0, 2, 4, 6, 8]
     # the first batches a worker gets come from its own share only
     shares = _Shares(list(range(6)), {"a": 1, "b": 1})
-    assert shares.take("a", 5, borrow=False) == [0, 1, 2]
-    assert shares.take("b", 1, borrow=False) == [3]
+    assert shares.take("a", 5, borrow=False) == [0, 2, 4]
+    assert shares.take("b", 1, borrow=False) == [1]
     # every batch exactly once, whatever the order of taking
     rng = np.random.default_rng(7)
     for _ in range(20):
@@ -299,6 +338,11 @@ def test_shares_follow_threads_then_even_out():
         sizes = [len(s) for s in shares.shares.values()]
         total = sum(threads.values())
         assert all(abs(s - n * t / total) < 1 for s, t in zip(sizes, threads.values()))
+        # dealt in turn: every prefix of the batches is shared out in proportion too
+        for w, share in shares.shares.items():
+            for k in range(n + 1):
+                mine = sum(1 for b in share if b < k)
+                assert abs(mine - k * threads[w] / total) < 1, (threads, w, k)
         got = []
         while True:
             w = rng.choice([*threads, "late"])
@@ -329,8 +373,8 @@ class _RecordPlacement(SchedulerPlugin):
 
 def test_batches_wait_in_their_workers_queue(data_dir, tmp_path):
     """On workers of one and two threads, each batch task is loosely restricted to one
-    worker (a lost worker's batches still run elsewhere), and the first batches each
-    worker gets are a contiguous run of its share, in proportion to its threads."""
+    worker (a lost worker's batches still run elsewhere), and each worker gets its share,
+    in proportion to its threads, dealt in turn."""
     from distributed import Client, Nanny, Scheduler, SpecCluster
 
     workers = {name: {"cls": Nanny, "options": {"nthreads": t, "host": "127.0.0.1"}}
@@ -358,4 +402,5 @@ def test_batches_wait_in_their_workers_queue(data_dir, tmp_path):
         by_worker.setdefault(w[0], []).append(b)
     assert {w: len(b) for w, b in by_worker.items()} == {
         w: 3 * t for w, t in threads.items()}, by_worker
-    assert all(b == list(range(b[0], b[0] + len(b))) for b in by_worker.values()), by_worker
+    one, two = (by_worker[w] for w in sorted(threads, key=threads.get))
+    assert one == [1, 4, 7] and two == [0, 2, 3, 5, 6, 8], by_worker
