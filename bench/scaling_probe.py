@@ -13,9 +13,11 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import tempfile
 import time
+from collections import deque
 from pathlib import Path
 
 import numpy as np
@@ -38,6 +40,23 @@ def _timed_mark_done(self, *args, **kwargs):
 
 
 Store.mark_done = _timed_mark_done     # the probe times the store records
+
+
+class _ContiguousShares(pipeline._Shares):
+    """The shares before session 6: contiguous runs in proportion to threads."""
+
+    def __init__(self, batches, threads):
+        total = sum(threads.values())
+        self.shares = {}
+        start = seen = 0
+        for w, t in sorted(threads.items()):
+            seen += t
+            stop = len(batches) * seen // total
+            self.shares[w] = deque(batches[start:stop])
+            start = stop
+
+
+_DEALT = pipeline._Shares
 
 
 def timeline(ts_data, t0: float, t_end: float) -> dict:
@@ -63,6 +82,27 @@ def timeline(ts_data, t0: float, t_end: float) -> dict:
                       for w, th, a, b, k in spans]}
 
 
+_PARTS = ("load_s", "compute_s", "gpu_s", "write_s", "stage_s", "mark_s")
+
+
+def parts_by_position(tasks, batches) -> list[dict]:
+    """Each batch's own timings (``JobReport.batches``) by its place in its thread's
+    sequence: ``[{part: [seconds of each thread's first batch]}, {... second}, ...]``."""
+    stats = {s["batch"]: s for s in batches}
+    threads: dict = {}
+    for t in tasks:
+        threads.setdefault((t["worker"], t["thread"]), []).append(t)
+    out: list[dict] = []
+    for seq in threads.values():
+        for pos, t in enumerate(sorted(seq, key=lambda t: t["start"])):
+            while len(out) <= pos:
+                out.append({k: [] for k in _PARTS})
+            s = stats[int(t["key"].split("-")[2])]
+            for k in _PARTS:
+                out[pos][k].append(float(s.get(k, 0.0)))
+    return out
+
+
 def main(argv=None):
     p = argparse.ArgumentParser()
     p.add_argument("graph")
@@ -75,6 +115,13 @@ def main(argv=None):
     p.add_argument("--in-flight", type=int, default=0,
                    help="batches in flight per worker thread (0: the pipeline's)")
     p.add_argument("--out", default=None, help="write every job's timeline here (JSON)")
+    p.add_argument("--log-level", type=int, default=50,
+                   help="the workers' log level (mgapsp.cluster.connect: 30)")
+    p.add_argument("--no-dashboard", action="store_true",
+                   help="no dashboard at all, as mgapsp.cluster.connect(dashboard=False)")
+    p.add_argument("--compare-contiguous", action="store_true",
+                   help="alternate the jobs between dealt shares (the pipeline's) and "
+                        "contiguous ones; medians of each")
     args = p.parse_args(argv)
     from dask_cuda import LocalCUDACluster
     from distributed import Client, get_task_stream
@@ -90,43 +137,64 @@ def main(argv=None):
         batch = -(-g.n // batches)
     scratch = Path(tempfile.mkdtemp())
     summary = {}
+    runs_of = {}
     for k in counts:
         with LocalCUDACluster(n_workers=k, threads_per_worker=args.threads,
                               resources={"GPU": 1}, host="127.0.0.1",
-                              dashboard_address=None, silence_logs=50) as cluster, \
+                              dashboard_address=None, silence_logs=args.log_level,
+                              scheduler_kwargs=({"dashboard": False}
+                                                if args.no_dashboard else None)
+                              ) as cluster, \
                 Client(cluster) as client:
             client.wait_for_workers(k, timeout=120)
             run_job(g, scratch / "w.zarr", client, backend="gpu", overwrite=True,
                     sources=g.vertex_ids[:batch * k * args.threads], batch_size=batch)
             runs = []
-            for r in range(args.repeats):
+            for r in range(args.repeats * (2 if args.compare_contiguous else 1)):
+                shares = "contiguous" if args.compare_contiguous and r % 2 else "dealt"
+                pipeline._Shares = _ContiguousShares if shares == "contiguous" else _DEALT
+                os.sync()       # as the scaling report: no earlier job's writeback
                 with get_task_stream(client) as ts:
                     rep = run_job(g, scratch / "j.zarr", client, backend="gpu",
                                   overwrite=True, batch_size=batch)
                     t_end = time.time()
                 t0 = t_end - rep.seconds
                 line = timeline(ts.data, t0, t_end)
-                line.update(record_s=_RECORDS[-1], seconds=rep.seconds,
+                line["parts"] = parts_by_position(line["tasks"], rep.batches)
+                line.update(record_s=_RECORDS[-1], seconds=rep.seconds, shares=shares,
                             rows_per_s=rep.rows_per_second,
                             gpu_busy=float(np.mean(list(rep.gpu_busy().values()))))
                 runs.append(line)
-                print(f"{k} GPUs x {args.threads} threads, run {r}: {rep.seconds * 1e3:.1f} ms "
+                print(f"{k} GPUs x {args.threads} threads, {shares}, run {r}: "
+                      f"{rep.seconds * 1e3:.1f} ms "
                       f"({rep.rows_per_second:,.0f} rows/s), head {line['head_s'] * 1e3:.1f}, "
                       f"tail {line['tail_s'] * 1e3:.1f} (record {line['record_s'] * 1e3:.1f}), "
                       f"batch {line['batch_s'] * 1e3:.1f}, "
                       f"gap {line['gap_s'] * 1e3:.1f} ms, GPU busy {line['gpu_busy']:.0%}, "
                       f"per worker {line['per_worker']}", flush=True)
-            med = {key: float(np.median([x[key] for x in runs]))
-                   for key in ("seconds", "head_s", "tail_s", "record_s", "batch_s", "gap_s",
-                               "gpu_busy")}
-            summary[k] = med
+            for shares in sorted({x["shares"] for x in runs}):
+                mine = [x for x in runs if x["shares"] == shares]
+                runs_of[(k, shares)] = mine
+                summary[(k, shares)] = {
+                    key: float(np.median([x[key] for x in mine]))
+                    for key in ("seconds", "head_s", "tail_s", "record_s", "batch_s",
+                                "gap_s", "gpu_busy")}
             if args.out:
                 Path(args.out).mkdir(parents=True, exist_ok=True)
                 (Path(args.out) / f"probe-{k}x{args.threads}-b{batch}.json").write_text(
                     json.dumps({"batch_size": batch, "threads": args.threads, "runs": runs}))
-    base = summary[counts[0]]["seconds"]      # speed-ups against the first point
-    for k, m in summary.items():
-        print(f"median {k} GPUs x {args.threads} threads, batch {batch}: "
+    for (k, shares), m in summary.items():
+        # where a thread's first batch of a job goes, against its later ones
+        mine = [x["parts"] for x in runs_of[(k, shares)]]
+        first = {p: np.median([v for x in mine for v in x[0][p]]) for p in _PARTS}
+        later = {p: np.median([v for x in mine for pos in x[1:] for v in pos[p]] or [0])
+                 for p in _PARTS}
+        print(f"parts {k} GPUs, {shares}: first batch / later (ms): " + ", ".join(
+            f"{p[:-2]} {first[p] * 1e3:.1f}/{later[p] * 1e3:.1f}" for p in _PARTS),
+            flush=True)
+        # speed-ups against the first point with the same shares
+        base = summary[(counts[0], shares)]["seconds"]
+        print(f"median {k} GPUs x {args.threads} threads, {shares}, batch {batch}: "
               f"{m['seconds'] * 1e3:.1f} ms (x{base / m['seconds']:.2f} of {counts[0]}), "
               f"head {m['head_s'] * 1e3:.1f}, tail {m['tail_s'] * 1e3:.1f} "
               f"(record {m['record_s'] * 1e3:.1f}), "

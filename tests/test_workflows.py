@@ -57,8 +57,13 @@ def test_resume_after_interruption(data_dir, tmp_path):
 def test_scaling_report(data_dir, tmp_path):
     pytest.importorskip("matplotlib")
     out = tmp_path / "scaling"
-    workflow("scaling_report.py", data_dir / "rome99.gr", "--out", out, "--backend", "cpu",
-             "--workers", "1,2", "--sources", "512", "--batch-size", "32", "--repeats", "2")
+    proc = workflow("scaling_report.py", data_dir / "rome99.gr", "--out", out, "--backend",
+                    "cpu", "--workers", "1,2", "--sources", "512", "--batch-size", "32",
+                    "--repeats", "1", "--rounds", "2")
+    # the second round runs the points backwards
+    rounds = [line.split(" cpu")[0] for line in proc.splitlines()
+              if line.startswith("round")]
+    assert rounds == ["round 1, 1", "round 1, 2", "round 2, 2", "round 2, 1"], proc
     report = json.loads((out / "scaling.json").read_text())
     assert [p["workers"] for p in report["points"]] == [1, 2]
     assert all(len(p["seconds_all"]) == 2 and p["seconds"] == min(p["seconds_all"])

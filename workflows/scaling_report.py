@@ -5,7 +5,11 @@
 Uses one worker per GPU where GPUs are visible (``LocalCUDACluster`` on the first k
 GPUs), else k single-threaded CPU workers.  Each point is a whole job, Zarr writes
 included, into a fresh store; rows/s counts the job's rows over the median wall time
-of ``--repeats`` jobs after a warm-up job, the cluster up.  Writes ``scaling.md``,
+of ``--repeats`` jobs after a warm-up job, the cluster up, each started with the
+page cache written back (``os.sync``).  With ``--rounds`` the points are measured that
+many times, each round on new clusters and every other one in reverse order (a
+cluster's speed varies by some 5% from one start to the next on the device machines,
+and the machine drifts over a run).  Writes ``scaling.md``,
 ``scaling.json`` and ``scaling.png``.
 """
 
@@ -13,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import sys
 import tempfile
@@ -27,20 +32,38 @@ from mgapsp.pipeline import run_job
 from mgapsp.writer import write_threads
 
 
+def _flush_page_cache() -> None:
+    """Write back the page cache's dirty pages (outside the timed job)."""
+    if hasattr(os, "sync"):
+        os.sync()
+
+
 def measure(graph, backend, workers, sources, batch_size, scratch, compression="lz4",
             repeats=3):
+    """``repeats`` timed jobs on a new cluster of ``workers`` workers, after a warm-up
+    job: ``(their JobReports, each worker's write threads)``."""
     with connect(backend=backend, n_workers=workers, dashboard=False) as client:
         client.wait_for_workers(workers, timeout=120)
         # Warm-up: compile kernels, load the graph and grow the buffers of every
         # worker thread (two batches each, as GPU workers run two threads).
         run_job(graph, scratch / "warm.zarr", client, backend=backend, overwrite=True,
                 sources=sources[:batch_size * workers * 2], batch_size=batch_size)
-        reports = [run_job(graph, scratch / "job.zarr", client, backend=backend,
-                           overwrite=True, sources=sources, batch_size=batch_size,
-                           compression=compression) for _ in range(repeats)]
+        reports = []
+        for _ in range(repeats):
+            # each job starts with no earlier job's data waiting to be written back: a
+            # later point would otherwise pay for the writeback of the points before
+            _flush_page_cache()
+            reports.append(run_job(graph, scratch / "job.zarr", client, backend=backend,
+                                   overwrite=True, sources=sources, batch_size=batch_size,
+                                   compression=compression))
         threads = client.run(write_threads)
-    # the median job of the repeats (the first after a warm-up writes into fresh
-    # host memory: slower by up to a half on the device machines)
+    return reports, threads
+
+
+def summarize(workers, reports, threads, batch_size) -> dict:
+    """A point of the report: the median job of all its rounds."""
+    # the median job (the first after a warm-up writes into fresh host memory: slower
+    # by up to a half on the device machines)
     runs = [r.seconds for r in reports]
     report = sorted(reports, key=lambda r: r.seconds)[(len(reports) - 1) // 2]
     gpu = report.gpu_busy()
@@ -90,11 +113,15 @@ def main(argv=None) -> int:
                              "point; CPU: 64)")
     parser.add_argument("--compression", default="lz4", choices=["lz4", "zstd", "none"])
     parser.add_argument("--repeats", type=int, default=3,
-                        help="timed jobs per point; the median counts (default 3)")
+                        help="timed jobs per point and round; the median counts (default 3)")
+    parser.add_argument("--rounds", type=int, default=1,
+                        help="rounds over the points, each on new clusters, every other "
+                             "one in reverse order; a point's median is over all its "
+                             "rounds' jobs (default 1)")
     args = parser.parse_args(argv)
 
     backend = resolve_backend(args.backend)
-    most = gpu_count() if backend == "gpu" else (__import__("os").cpu_count() or 1)
+    most = gpu_count() if backend == "gpu" else (os.cpu_count() or 1)
     counts = ([int(x) for x in args.workers.split(",")] if args.workers
               else sorted({min(2 ** i, most) for i in range(most.bit_length() + 1)}))
     graph = mgapsp.read_graph(args.graph)
@@ -113,18 +140,27 @@ def main(argv=None) -> int:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     scratch = Path(tempfile.mkdtemp(prefix="mgapsp-scaling-"))
-    points = []
+    jobs = {k: [] for k in counts}
+    threads = {}
     try:
-        for k in counts:
-            p = measure(graph, backend, k, np.asarray(sources), batch, scratch,
-                        args.compression, args.repeats)
-            points.append(p)
-            print(f"{k:3d} {backend} workers: {p['rows']:,} rows in {p['seconds']:.2f} s = "
-                  f"{p['rows_per_s']:,.0f} rows/s (x{p['rows_per_s'] / points[0]['rows_per_s']:.2f})"
-                  + (f", GPU busy {p['gpu_busy_mean']:.0%} (mean of workers)"
-                     if p["gpu_busy_mean"] is not None else ""), flush=True)
+        for r in range(args.rounds):
+            # every other round backwards, so that a drift of the machine over the run
+            # weighs on every point alike
+            for k in (counts if r % 2 == 0 else counts[::-1]):
+                reports, threads[k] = measure(graph, backend, k, np.asarray(sources), batch,
+                                              scratch, args.compression, args.repeats)
+                jobs[k] += reports
+                print(f"round {r + 1}, {k} {backend} workers: " + ", ".join(
+                    f"{rep.seconds:.3f}" for rep in reports) + " s", flush=True)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
+    points = [summarize(k, jobs[k], threads[k], batch) for k in counts]
+    for p in points:
+        print(f"{p['workers']:3d} {backend} workers: {p['rows']:,} rows in "
+              f"{p['seconds']:.2f} s = {p['rows_per_s']:,.0f} rows/s "
+              f"(x{p['rows_per_s'] / points[0]['rows_per_s']:.2f})"
+              + (f", GPU busy {p['gpu_busy_mean']:.0%} (mean of workers)"
+                 if p["gpu_busy_mean"] is not None else ""), flush=True)
     title = f"{graph.name}: {len(sources):,} rows, {backend}, {args.compression}"
     (out / "scaling.json").write_text(json.dumps({"graph": graph.name, "backend": backend,
                                                   "points": points}, indent=1))
