@@ -207,8 +207,8 @@ def run_batch(store_path: str, fingerprint: str, run: str, batch: int, start: in
 
 def _as_range(sources: np.ndarray) -> tuple[int, int] | None:
     """``(lo, hi)`` where ``sources`` are the vertices ``lo .. hi - 1``, else None (the
-    worker reads them from the store): a task that carried its 16 KB of sources
-    reached its worker some 4 ms later on four GPUs."""
+    worker reads them from the store): with 16 KB of sources in each task the first
+    batch on four GPUs started 9.3 ms into the job, with ranges 5.9 ms."""
     if len(sources) and sources[-1] - sources[0] == len(sources) - 1 and (
             np.diff(sources) == 1).all():
         return int(sources[0]), int(sources[-1]) + 1

@@ -163,12 +163,17 @@ def main(argv=None) -> int:
                  if p["gpu_busy_mean"] is not None else ""), flush=True)
     title = f"{graph.name}: {len(sources):,} rows, {backend}, {args.compression}"
     (out / "scaling.json").write_text(json.dumps({"graph": graph.name, "backend": backend,
+                                                  "rounds": args.rounds,
+                                                  "repeats": args.repeats,
                                                   "points": points}, indent=1))
+    rounds = (f"{args.rounds} rounds of {args.repeats} jobs per point, each round on new "
+              "clusters and every other one in reverse order" if args.rounds > 1
+              else f"{args.repeats} jobs per point")
     lines = [f"# Scaling: {title}", "",
              "End to end: kernels, staging to the host, compression and Zarr writes of "
-             "every row; the median wall time of the repeated jobs after a warm-up job "
-             "on the same cluster.  GPU busy: each worker's kernel time (CUDA events) over the wall "
-             "time.", "",
+             f"every row; the median wall time of {rounds}, each job after a warm-up "
+             "job on the same cluster and with the page cache written back.  GPU busy: "
+             "each worker's kernel time (CUDA events) over the wall time.", "",
              "| workers | rows/s | speed-up | seconds | batches of | GPU busy (per worker) "
              "| write threads per worker | stored |", "|---|---|---|---|---|---|---|---|"]
     for p in points:
