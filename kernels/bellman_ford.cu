@@ -361,102 +361,31 @@ extern "C" __global__ void bf_compact(
     const double* __restrict__ h, const i64* __restrict__ sources, int undo
 #define BF_UNPACK_ARGS st, n, Bp, B, row_of_col, out, out_pred, want_pred, h, sources, undo
 
-extern "C" __global__ void bf_relax_m0(BF_RELAX_PARAMS(u32, float))
-{
-    relax_round<0, false>(BF_RELAX_ARGS);
-}
+// The entry points of mode M (sssp_state.cuh's Word<M>), named for CuPy's lookup:
+// bf_relax_mM, bf_relax_mM_full, bf_init_mM, bf_pull_mM and bf_unpack_mM.
+#define BF_MODE_KERNELS(M, WORD, DIST)                                                \
+    extern "C" __global__ void bf_relax_m##M(BF_RELAX_PARAMS(WORD, DIST))             \
+    {                                                                                 \
+        relax_round<M, false>(BF_RELAX_ARGS);                                         \
+    }                                                                                 \
+    extern "C" __global__ void bf_relax_m##M##_full(BF_RELAX_PARAMS(WORD, DIST))      \
+    {                                                                                 \
+        relax_round<M, true>(BF_RELAX_ARGS);                                          \
+    }                                                                                 \
+    extern "C" __global__ void bf_init_m##M(BF_INIT_PARAMS(WORD))                     \
+    {                                                                                 \
+        init_state<M>(BF_INIT_ARGS);                                                  \
+    }                                                                                 \
+    extern "C" __global__ void bf_pull_m##M(BF_PULL_PARAMS(WORD, DIST))               \
+    {                                                                                 \
+        pull_sinks<M>(BF_PULL_ARGS);                                                  \
+    }                                                                                 \
+    extern "C" __global__ void bf_unpack_m##M(BF_UNPACK_PARAMS(WORD, DIST))           \
+    {                                                                                 \
+        unpack_state<M>(BF_UNPACK_ARGS);                                              \
+    }
 
-extern "C" __global__ void bf_relax_m0_full(BF_RELAX_PARAMS(u32, float))
-{
-    relax_round<0, true>(BF_RELAX_ARGS);
-}
-
-extern "C" __global__ void bf_init_m0(BF_INIT_PARAMS(u32))
-{
-    init_state<0>(BF_INIT_ARGS);
-}
-
-extern "C" __global__ void bf_pull_m0(BF_PULL_PARAMS(u32, float))
-{
-    pull_sinks<0>(BF_PULL_ARGS);
-}
-
-extern "C" __global__ void bf_unpack_m0(BF_UNPACK_PARAMS(u32, float))
-{
-    unpack_state<0>(BF_UNPACK_ARGS);
-}
-
-extern "C" __global__ void bf_relax_m1(BF_RELAX_PARAMS(u64, float))
-{
-    relax_round<1, false>(BF_RELAX_ARGS);
-}
-
-extern "C" __global__ void bf_relax_m1_full(BF_RELAX_PARAMS(u64, float))
-{
-    relax_round<1, true>(BF_RELAX_ARGS);
-}
-
-extern "C" __global__ void bf_init_m1(BF_INIT_PARAMS(u64))
-{
-    init_state<1>(BF_INIT_ARGS);
-}
-
-extern "C" __global__ void bf_pull_m1(BF_PULL_PARAMS(u64, float))
-{
-    pull_sinks<1>(BF_PULL_ARGS);
-}
-
-extern "C" __global__ void bf_unpack_m1(BF_UNPACK_PARAMS(u64, float))
-{
-    unpack_state<1>(BF_UNPACK_ARGS);
-}
-
-extern "C" __global__ void bf_relax_m2(BF_RELAX_PARAMS(u64, double))
-{
-    relax_round<2, false>(BF_RELAX_ARGS);
-}
-
-extern "C" __global__ void bf_relax_m2_full(BF_RELAX_PARAMS(u64, double))
-{
-    relax_round<2, true>(BF_RELAX_ARGS);
-}
-
-extern "C" __global__ void bf_init_m2(BF_INIT_PARAMS(u64))
-{
-    init_state<2>(BF_INIT_ARGS);
-}
-
-extern "C" __global__ void bf_pull_m2(BF_PULL_PARAMS(u64, double))
-{
-    pull_sinks<2>(BF_PULL_ARGS);
-}
-
-extern "C" __global__ void bf_unpack_m2(BF_UNPACK_PARAMS(u64, double))
-{
-    unpack_state<2>(BF_UNPACK_ARGS);
-}
-
-extern "C" __global__ void bf_relax_m3(BF_RELAX_PARAMS(u64, double))
-{
-    relax_round<3, false>(BF_RELAX_ARGS);
-}
-
-extern "C" __global__ void bf_relax_m3_full(BF_RELAX_PARAMS(u64, double))
-{
-    relax_round<3, true>(BF_RELAX_ARGS);
-}
-
-extern "C" __global__ void bf_init_m3(BF_INIT_PARAMS(u64))
-{
-    init_state<3>(BF_INIT_ARGS);
-}
-
-extern "C" __global__ void bf_pull_m3(BF_PULL_PARAMS(u64, double))
-{
-    pull_sinks<3>(BF_PULL_ARGS);
-}
-
-extern "C" __global__ void bf_unpack_m3(BF_UNPACK_PARAMS(u64, double))
-{
-    unpack_state<3>(BF_UNPACK_ARGS);
-}
+BF_MODE_KERNELS(0, u32, float)
+BF_MODE_KERNELS(1, u64, float)
+BF_MODE_KERNELS(2, u64, double)
+BF_MODE_KERNELS(3, u64, double)

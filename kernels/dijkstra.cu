@@ -201,32 +201,18 @@ __device__ __forceinline__ void settle(
     const i64* __restrict__ rend, const int* __restrict__ idx, const DIST* __restrict__ wt
 #define CR_SETTLE_ARGS fmask, n, Bp, B, G, st, T, T_next, ctr, r, tile, indptr, rend, idx, wt
 
-extern "C" __global__ void cr_threshold_m0(CR_THRESHOLD_PARAMS(u32, u32, float))
-{
-    threshold<0>(CR_THRESHOLD_ARGS);
-}
+// The entry points of mode M (sssp_state.cuh's Word<M>), named for CuPy's lookup:
+// cr_threshold_mM and cr_settle_mM.
+#define CR_MODE_KERNELS(M, WORD, ORD, DIST)                                           \
+    extern "C" __global__ void cr_threshold_m##M(CR_THRESHOLD_PARAMS(WORD, ORD, DIST)) \
+    {                                                                                 \
+        threshold<M>(CR_THRESHOLD_ARGS);                                              \
+    }                                                                                 \
+    extern "C" __global__ void cr_settle_m##M(CR_SETTLE_PARAMS(WORD, ORD, DIST))      \
+    {                                                                                 \
+        settle<M>(CR_SETTLE_ARGS);                                                    \
+    }
 
-extern "C" __global__ void cr_settle_m0(CR_SETTLE_PARAMS(u32, u32, float))
-{
-    settle<0>(CR_SETTLE_ARGS);
-}
-
-extern "C" __global__ void cr_threshold_m1(CR_THRESHOLD_PARAMS(u64, u32, float))
-{
-    threshold<1>(CR_THRESHOLD_ARGS);
-}
-
-extern "C" __global__ void cr_settle_m1(CR_SETTLE_PARAMS(u64, u32, float))
-{
-    settle<1>(CR_SETTLE_ARGS);
-}
-
-extern "C" __global__ void cr_threshold_m2(CR_THRESHOLD_PARAMS(u64, u64, double))
-{
-    threshold<2>(CR_THRESHOLD_ARGS);
-}
-
-extern "C" __global__ void cr_settle_m2(CR_SETTLE_PARAMS(u64, u64, double))
-{
-    settle<2>(CR_SETTLE_ARGS);
-}
+CR_MODE_KERNELS(0, u32, u32, float)
+CR_MODE_KERNELS(1, u64, u32, float)
+CR_MODE_KERNELS(2, u64, u64, double)

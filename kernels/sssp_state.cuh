@@ -42,19 +42,31 @@ __device__ __forceinline__ void set_pred(u64* pred, const u64* dist, u64 mine, u
 
 template <int MODE> struct Word;
 
-template <> struct Word<0> {
-    typedef u32 word_t;
-    typedef u32 ord_t;
-    typedef float dist_t;
-    static __device__ __forceinline__ word_t inf() { return 0xff800000u; }
-    static __device__ __forceinline__ word_t zero() { return 0x80000000u; }
+__device__ __forceinline__ u32 to_ordered(float d) { return f32_to_ordered(d); }
+__device__ __forceinline__ u64 to_ordered(double d) { return f64_to_ordered(d); }
+__device__ __forceinline__ float from_ordered(u32 o) { return ordered_to_f32(o); }
+__device__ __forceinline__ double from_ordered(u64 o) { return ordered_to_f64(o); }
+__device__ __forceinline__ float add_up(float a, float b) { return __fadd_ru(a, b) + 0.0f; }
+__device__ __forceinline__ double add_up(double a, double b) { return __dadd_ru(a, b) + 0.0; }
+__device__ __forceinline__ float add_down(float a, float b) { return __fadd_rd(a, b) + 0.0f; }
+__device__ __forceinline__ double add_down(double a, double b) { return __dadd_rd(a, b) + 0.0; }
+
+// A word that is the ordered distance itself (modes 0, 2 and 3: no predecessor in the
+// word), updated by one atomicMin.  INF is the ordered +inf; the ordered 0.0 is the
+// sign bit alone.
+template <typename W, typename D, W INF> struct OrderedWord {
+    typedef W word_t;
+    typedef W ord_t;
+    typedef D dist_t;
+    static __device__ __forceinline__ word_t inf() { return INF; }
+    static __device__ __forceinline__ word_t zero() { return (W)1 << (8 * sizeof(W) - 1); }
     static __device__ __forceinline__ ord_t ord(word_t w) { return w; }
     static __device__ __forceinline__ u32 pred(word_t) { return MGAPSP_NONE; }
     static __device__ __forceinline__ word_t make(ord_t o, u32) { return o; }
-    static __device__ __forceinline__ ord_t to_ord(dist_t d) { return f32_to_ordered(d); }
-    static __device__ __forceinline__ dist_t dist(word_t w) { return ordered_to_f32(w); }
-    static __device__ __forceinline__ dist_t add_ru(dist_t a, dist_t b) { return __fadd_ru(a, b) + 0.0f; }
-    static __device__ __forceinline__ dist_t add_rd(dist_t a, dist_t b) { return __fadd_rd(a, b) + 0.0f; }
+    static __device__ __forceinline__ ord_t to_ord(dist_t d) { return to_ordered(d); }
+    static __device__ __forceinline__ dist_t dist(word_t w) { return from_ordered(w); }
+    static __device__ __forceinline__ dist_t add_ru(dist_t a, dist_t b) { return add_up(a, b); }
+    static __device__ __forceinline__ dist_t add_rd(dist_t a, dist_t b) { return add_down(a, b); }
     static __device__ __forceinline__ bool update(word_t* st, u64*, i64 vi, ord_t o, u32, bool direct,
                                                   bool preread)
     {
@@ -67,6 +79,11 @@ template <> struct Word<0> {
     }
 };
 
+// float32, no predecessor: one u32
+template <> struct Word<0> : OrderedWord<u32, float, 0xff800000u> {};
+
+// float32 with predecessors: the ordered distance and the predecessor in one u64,
+// updated by CAS
 template <> struct Word<1> {
     typedef u64 word_t;
     typedef u32 ord_t;
@@ -78,8 +95,8 @@ template <> struct Word<1> {
     static __device__ __forceinline__ word_t make(ord_t o, u32 p) { return ((u64)o << 32) | (u64)p; }
     static __device__ __forceinline__ ord_t to_ord(dist_t d) { return f32_to_ordered(d); }
     static __device__ __forceinline__ dist_t dist(word_t w) { return ordered_to_f32((u32)(w >> 32)); }
-    static __device__ __forceinline__ dist_t add_ru(dist_t a, dist_t b) { return __fadd_ru(a, b) + 0.0f; }
-    static __device__ __forceinline__ dist_t add_rd(dist_t a, dist_t b) { return __fadd_rd(a, b) + 0.0f; }
+    static __device__ __forceinline__ dist_t add_ru(dist_t a, dist_t b) { return add_up(a, b); }
+    static __device__ __forceinline__ dist_t add_rd(dist_t a, dist_t b) { return add_down(a, b); }
     static __device__ __forceinline__ bool update(word_t* st, u64*, i64 vi, ord_t o, u32 u, bool direct,
                                                   bool)
     {
@@ -99,44 +116,12 @@ template <> struct Word<1> {
     }
 };
 
-template <> struct Word<2> {
-    typedef u64 word_t;
-    typedef u64 ord_t;
-    typedef double dist_t;
-    static __device__ __forceinline__ word_t inf() { return 0xfff0000000000000ull; }
-    static __device__ __forceinline__ word_t zero() { return 0x8000000000000000ull; }
-    static __device__ __forceinline__ ord_t ord(word_t w) { return w; }
-    static __device__ __forceinline__ u32 pred(word_t) { return MGAPSP_NONE; }
-    static __device__ __forceinline__ word_t make(ord_t o, u32) { return o; }
-    static __device__ __forceinline__ ord_t to_ord(dist_t d) { return f64_to_ordered(d); }
-    static __device__ __forceinline__ dist_t dist(word_t w) { return ordered_to_f64(w); }
-    static __device__ __forceinline__ dist_t add_ru(dist_t a, dist_t b) { return __dadd_ru(a, b) + 0.0; }
-    static __device__ __forceinline__ dist_t add_rd(dist_t a, dist_t b) { return __dadd_rd(a, b) + 0.0; }
-    static __device__ __forceinline__ bool update(word_t* st, u64*, i64 vi, ord_t o, u32, bool direct,
-                                                  bool preread)
-    {
-        if (preread || direct) {
-            word_t old = __ldcg(st + vi);
-            if (o >= old) return false;
-            if (direct) { st[vi] = o; return true; }
-        }
-        return atomicMin(st + vi, o) > o;
-    }
-};
+// float64, no predecessor: one u64
+template <> struct Word<2> : OrderedWord<u64, double, 0xfff0000000000000ull> {};
 
-template <> struct Word<3> {
-    typedef u64 word_t;
-    typedef u64 ord_t;
-    typedef double dist_t;
-    static __device__ __forceinline__ word_t inf() { return 0xfff0000000000000ull; }
-    static __device__ __forceinline__ word_t zero() { return 0x8000000000000000ull; }
-    static __device__ __forceinline__ ord_t ord(word_t w) { return w; }
-    static __device__ __forceinline__ u32 pred(word_t) { return MGAPSP_NONE; }
-    static __device__ __forceinline__ word_t make(ord_t o, u32) { return o; }
-    static __device__ __forceinline__ ord_t to_ord(dist_t d) { return f64_to_ordered(d); }
-    static __device__ __forceinline__ dist_t dist(word_t w) { return ordered_to_f64(w); }
-    static __device__ __forceinline__ dist_t add_ru(dist_t a, dist_t b) { return __dadd_ru(a, b) + 0.0; }
-    static __device__ __forceinline__ dist_t add_rd(dist_t a, dist_t b) { return __dadd_rd(a, b) + 0.0; }
+// float64 with predecessors: the distance word as mode 2, the predecessor in a
+// versioned word of its own (set_pred)
+template <> struct Word<3> : OrderedWord<u64, double, 0xfff0000000000000ull> {
     static __device__ __forceinline__ bool update(word_t* st, u64* pw, i64 vi, ord_t o, u32 u, bool direct,
                                                   bool preread)
     {

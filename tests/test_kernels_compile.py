@@ -75,13 +75,18 @@ def _blosc_names():
 def test_launched_kernels_are_defined(names):
     file, launched = names()
     text = _kernels.kernel_source(file)
-    # a kernel is defined as such, or by a macro called with its suffix
+    # a kernel is defined as such, or by a macro whose name pastes its arguments
+    # (``void bf_init_m##M(...)``), called at the start of a line
     defined = set(re.findall(r'extern\s+"C"\s+__global__\s+void\s+'
                              r'(?:__launch_bounds__\([^)]*\)\s+)?(\w+)\s*\(', text))
-    for macro, arg in re.findall(r'^(\w+)\((\w+)\)\s*$', text, re.M):
-        body = re.search(rf"#define {macro}\(\w+\).*?void\s+(\w+)##", text, re.S)
-        if body:
-            defined.add(body.group(1) + arg)
+    for macro, params, body in re.findall(r'#define (\w+)\(([^)]*)\)((?:.*\\\n)*.*)', text):
+        names = re.findall(r'void\s+((?:\w+\s*##\s*)+\w+)\s*\(', body)
+        params = [p.strip() for p in params.split(",")]
+        for call in re.findall(rf'^{macro}\(([^)]*)\)\s*$', text, re.M):
+            args = dict(zip(params, (a.strip() for a in call.split(","))))
+            for name in names:
+                defined.add("".join(args.get(part.strip(), part.strip())
+                                    for part in name.split("##")))
     missing = set(launched) - defined
     assert not missing, f"the kernel layer launches kernels that {file} lacks: {missing}"
 
