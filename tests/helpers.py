@@ -52,3 +52,28 @@ def cycle_weight(graph: Graph, cycle_ids) -> float:
     w = graph.edge_weights(idx, np.roll(idx, -1))
     assert not np.isnan(w).any(), "the reported cycle uses an edge that does not exist"
     return float(w.sum())
+
+
+def tricky_graph(seed: int, n: int, m: int, *, negative: bool = False, isolated: int = 3,
+                 exact: bool = True, zero_fraction: float = 0.1, id_base: int = 0) -> Graph:
+    """Random digraph with zero-weight edges, a zero-weight cycle, self-loops, sinks and
+    ``isolated`` isolated vertices.  ``exact``: weights in quarters, whose sums are exact
+    in float32 too.  ``negative``: reweighted by integer potentials (w + p[u] - p[v]),
+    which keeps every cycle's weight, so no negative cycle (and the zero-weight cycle
+    stays exactly 0 in float32)."""
+    rng = np.random.default_rng(seed)
+    live = n - isolated
+    src = rng.integers(0, live, m)
+    dst = rng.integers(0, live, m)
+    w = rng.integers(1, 40, m) / 4.0 if exact else rng.uniform(0.5, 10.0, m)
+    w[rng.random(m) < zero_fraction] = 0.0
+    cyc = rng.choice(live, size=min(6, live), replace=False)
+    loops = rng.choice(live, size=min(4, live), replace=False)
+    src = np.concatenate([src, cyc, loops])
+    dst = np.concatenate([dst, np.roll(cyc, -1), loops])
+    w = np.concatenate([w, np.zeros(len(cyc)), rng.integers(0, 5, len(loops)).astype(float)])
+    if negative:
+        p = rng.integers(0, 40, n).astype(float)
+        w = w + p[src] - p[dst]
+    return Graph.from_edges(src + id_base, dst + id_base, w, n=n, id_base=id_base,
+                            name=f"random-{seed}")

@@ -23,6 +23,8 @@ from mgapsp.backends.gpu import GPUBackend, clear_device_cache
 from mgapsp.errors import InsufficientMemoryError, NegativeCycleError, UnsupportedError
 from mgapsp.graph import Graph
 
+from helpers import tricky_graph
+
 pytestmark = pytest.mark.gpu
 
 F32 = np.dtype(np.float32)
@@ -129,32 +131,6 @@ def run_batches(backend, graph, sources, batch, dtype, predecessors=False, algor
     return np.concatenate(dists), (np.concatenate(preds) if predecessors else None)
 
 
-def random_graph(seed: int, n: int, m: int, *, negative: bool = False, isolated: int = 3,
-                 id_base: int = 0, exact: bool = True) -> Graph:
-    """Random digraph with zero-weight edges, a zero-weight cycle, self-loops and
-    ``isolated`` isolated vertices; ``negative``: reweighted by integer potentials
-    (w + p[u] - p[v]), which keeps every cycle's weight, so no negative cycle."""
-    rng = np.random.default_rng(seed)
-    live = n - isolated
-    src = rng.integers(0, live, m)
-    dst = rng.integers(0, live, m)
-    if exact:  # quarters: sums are exact in float32 too
-        w = rng.integers(1, 40, m) / 4.0
-    else:
-        w = rng.uniform(0.5, 10.0, m)
-    w[rng.random(m) < 0.1] = 0.0
-    cyc = rng.choice(live, size=min(6, live), replace=False)
-    loops = rng.choice(live, size=min(4, live), replace=False)
-    src = np.concatenate([src, cyc, loops])
-    dst = np.concatenate([dst, np.roll(cyc, -1), loops])
-    w = np.concatenate([w, np.zeros(len(cyc)), rng.integers(0, 5, len(loops)).astype(float)])
-    if negative:
-        p = rng.integers(0, 40, n).astype(float)
-        w = w + p[src] - p[dst]
-    return Graph.from_edges(src + id_base, dst + id_base, w, n=n, id_base=id_base,
-                            name=f"random-{seed}")
-
-
 def planted_cycle_graph(seed: int, n: int, cycle_len: int, *, id_base: int = 1):
     """Two parts: [0, h) clean, [h, n) with a negative cycle reached from vertex h.
     Returns the graph, h and the planted cycle (internal indices)."""
@@ -200,7 +176,7 @@ def assert_negative_cycle(graph: Graph, err: NegativeCycleError) -> None:
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 def test_random_graph_matches_scipy(backend, dtype, batch, negative):
     n = 997                      # not a multiple of any batch size
-    graph = random_graph(batch * 10 + negative, n, 5 * n, negative=negative)
+    graph = tricky_graph(batch * 10 + negative, n, 5 * n, negative=negative)
     sources = np.arange(n) if batch > 1 else np.arange(0, n, 37)
     sources = np.concatenate([sources, [n - 1, n - 2]])   # isolated vertices as sources
     preds = dtype == F32
@@ -213,7 +189,7 @@ def test_random_graph_matches_scipy(backend, dtype, batch, negative):
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 def test_random_float_weights(backend, dtype):
-    graph = random_graph(5, 1500, 9000, negative=True, exact=False, isolated=10)
+    graph = tricky_graph(5, 1500, 9000, negative=True, exact=False, isolated=10)
     sources = np.arange(0, graph.n, 3)
     dist, pred = run_batches(backend, graph, sources, 128, dtype, predecessors=dtype == F32)
     assert_matches(dist, reference(graph, sources), dtype)
@@ -222,7 +198,7 @@ def test_random_float_weights(backend, dtype):
 
 
 def test_duplicate_and_unordered_sources(backend):
-    graph = random_graph(11, 300, 1500)
+    graph = tricky_graph(11, 300, 1500)
     sources = np.array([5, 299, 5, 0, 150, 0])
     res = backend.distances(graph, sources, algorithm="bellman-ford", dtype=F32,
                             predecessors=True)
@@ -232,7 +208,7 @@ def test_duplicate_and_unordered_sources(backend):
 
 
 def test_empty_batch(backend):
-    graph = random_graph(1, 50, 200)
+    graph = tricky_graph(1, 50, 200)
     res = backend.distances(graph, np.array([], dtype=np.int64), algorithm="bellman-ford",
                             dtype=F32, predecessors=True)
     assert res.distances.shape == (0, 50) and res.distances.dtype == F32
@@ -242,7 +218,7 @@ def test_empty_batch(backend):
 def test_stats_and_resident_graph(backend):
     from mgapsp.backends import gpu
 
-    graph = random_graph(2, 400, 2000)
+    graph = tricky_graph(2, 400, 2000)
     r1 = backend.distances(graph, np.arange(10), algorithm="bellman-ford", dtype=F32)
     r2 = backend.distances(graph, np.arange(10, 20), algorithm="bellman-ford", dtype=F32)
     for r in (r1, r2):
@@ -374,7 +350,7 @@ def _virtual_source_reference(graph: Graph) -> np.ndarray:
 
 @pytest.mark.parametrize("exact", [True, False])
 def test_potentials(backend, exact):
-    graph = random_graph(21, 2000, 10000, negative=True, exact=exact)
+    graph = tricky_graph(21, 2000, 10000, negative=True, exact=exact)
     h = backend.potentials(graph)
     assert h.dtype == np.float64 and h.shape == (graph.n,)
     ref = _virtual_source_reference(graph)
@@ -385,7 +361,7 @@ def test_potentials(backend, exact):
 
 
 def test_potentials_nonnegative_graph(backend):
-    graph = random_graph(22, 100, 400)
+    graph = tricky_graph(22, 100, 400)
     np.testing.assert_array_equal(backend.potentials(graph), np.zeros(100))
 
 
@@ -393,7 +369,7 @@ def test_potentials_nonnegative_graph(backend):
 @pytest.mark.parametrize("negative", [False, True], ids=["nonneg", "negative"])
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 def test_floyd_warshall(backend, dtype, negative):
-    graph = random_graph(31 + negative, 203, 4000, negative=negative)
+    graph = tricky_graph(31 + negative, 203, 4000, negative=negative)
     sources = np.arange(graph.n)
     preds = dtype == F32
     dist, pred = run_batches(backend, graph, sources, 64, dtype, predecessors=preds,
@@ -417,7 +393,7 @@ def test_floyd_warshall_negative_cycle(backend):
 @pytest.mark.parametrize("algorithm", ["dijkstra", "johnson", "bellman-ford"])
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 def test_algorithms_nonnegative(backend, dtype, algorithm):
-    graph = random_graph(51, 700, 3500)
+    graph = tricky_graph(51, 700, 3500)
     sources = np.arange(0, graph.n, 3)
     preds = dtype == F32
     dist, pred = run_batches(backend, graph, sources, 100, dtype, predecessors=preds,
@@ -431,7 +407,7 @@ def test_algorithms_nonnegative(backend, dtype, algorithm):
 def test_johnson_negative_weights(backend, dtype):
     from mgapsp.backends import gpu
 
-    graph = random_graph(52, 900, 4500, negative=True, exact=False)
+    graph = tricky_graph(52, 900, 4500, negative=True, exact=False)
     h = backend.potentials(graph)
     sources = np.arange(0, graph.n, 4)
     dists, preds = [], []
@@ -453,7 +429,7 @@ def test_johnson_negative_weights(backend, dtype):
 
 
 def test_dijkstra_negative_weights_unsupported(backend):
-    graph = random_graph(53, 30, 100, negative=True)
+    graph = tricky_graph(53, 30, 100, negative=True)
     with pytest.raises(UnsupportedError, match="non-negative"):
         backend.distances(graph, [0], algorithm="dijkstra", dtype=F32)
 
@@ -468,26 +444,26 @@ def test_johnson_negative_cycle(backend):
 # -- options and memory ----------------------------------------------------------------------
 @pytest.mark.parametrize("algorithm", ["bogus", "all-pairs"])
 def test_unsupported_algorithms(backend, algorithm):
-    graph = random_graph(41, 30, 100)
+    graph = tricky_graph(41, 30, 100)
     with pytest.raises(UnsupportedError, match="bellman-ford"):
         backend.distances(graph, [0], algorithm=algorithm, dtype=F32)
 
 
 def test_float64_predecessors_unsupported(backend):
-    graph = random_graph(42, 30, 100)
+    graph = tricky_graph(42, 30, 100)
     with pytest.raises(UnsupportedError, match="float32"):
         backend.distances(graph, [0], algorithm="bellman-ford", dtype=F64, predecessors=True)
 
 
 @pytest.mark.parametrize("bad", [-1, 30])
 def test_sources_out_of_range(backend, bad):
-    graph = random_graph(43, 30, 100)
+    graph = tricky_graph(43, 30, 100)
     with pytest.raises(ValueError, match=f"N=30, source={bad}"):
         backend.distances(graph, [0, bad], algorithm="bellman-ford", dtype=F32)
 
 
 def test_insufficient_memory(backend, monkeypatch):
-    graph = random_graph(44, 500, 2000)
+    graph = tricky_graph(44, 500, 2000)
     monkeypatch.setattr(GPUBackend, "memory_available", lambda self: 1000)
     with pytest.raises(InsufficientMemoryError, match="a batch of 64 sources on 500 vertices") as info:
         backend.distances(graph, np.arange(64), algorithm="bellman-ford", dtype=F32)
@@ -498,7 +474,7 @@ def test_insufficient_memory(backend, monkeypatch):
 
 
 def test_memory_needed_and_available(backend):
-    graph = random_graph(45, 1000, 4000)
+    graph = tricky_graph(45, 1000, 4000)
     avail = backend.memory_available()
     assert avail > 0
     for algorithm in ("bellman-ford", "dijkstra", "johnson"):

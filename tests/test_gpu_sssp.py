@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 from scipy.sparse import csgraph
 
-from helpers import reweighted
+from helpers import reweighted, tricky_graph
 from mgapsp import _kernels
 from mgapsp._kernels import BFOptions
 from mgapsp.errors import NegativeCycleError, UnsupportedError
@@ -46,31 +46,7 @@ def poisoned_outputs(monkeypatch):
     monkeypatch.setattr(_kernels, "_POISON_OUTPUTS", True)
 
 
-# -- graphs ------------------------------------------------------------------------------
-def random_graph(seed: int, n: int, m: int, *, negative: bool = False, isolated: int = 3,
-                 exact: bool = True, zero_fraction: float = 0.1) -> Graph:
-    """Random digraph with zero-weight edges, a zero-weight cycle, self-loops, sinks and
-    ``isolated`` isolated vertices; ``negative``: reweighted by potentials, which keeps
-    every cycle's weight (no negative cycle)."""
-    rng = np.random.default_rng(seed)
-    live = n - isolated
-    src = rng.integers(0, live, m)
-    dst = rng.integers(0, live, m)
-    w = rng.integers(1, 40, m) / 4.0 if exact else rng.uniform(0.5, 10.0, m)
-    w[rng.random(m) < zero_fraction] = 0.0
-    cyc = rng.choice(live, size=min(6, live), replace=False)
-    loops = rng.choice(live, size=min(4, live), replace=False)
-    src = np.concatenate([src, cyc, loops])
-    dst = np.concatenate([dst, np.roll(cyc, -1), loops])
-    w = np.concatenate([w, np.zeros(len(cyc)), rng.integers(0, 5, len(loops)).astype(float)])
-    if negative:
-        # integer potentials: the zero-weight cycle stays exactly 0 in float32 too
-        # (a slightly negative float32 cycle is a documented float32 limitation)
-        p = rng.integers(0, 40, n).astype(float)
-        w = w + p[src] - p[dst]
-    return Graph.from_edges(src, dst, w, n=n, name=f"random-{seed}")
-
-
+# -- graphs (and helpers.tricky_graph) ---------------------------------------------------
 def planted_cycle_graph(seed: int, n: int, cycle_len: int):
     """Part [0, h) clean, part [h, n) with a cycle of weight -1 reached from h."""
     rng = np.random.default_rng(seed)
@@ -179,7 +155,7 @@ def check_bf(graph, sources, dtype, options):
 @pytest.mark.parametrize("options", ALL_COMBINATIONS, ids=str)
 def test_bf_every_option_combination(options):
     """70 sources: two full chunks of 32 and a partial one; 401 vertices."""
-    graph = random_graph(1, 401, 2000)
+    graph = tricky_graph(1, 401, 2000)
     sources = np.arange(5, 401, 5)[:70]
     for dtype in DTYPES:
         check_bf(graph, sources, dtype, options)
@@ -190,7 +166,7 @@ def test_bf_every_option_combination(options):
 @pytest.mark.parametrize("negative", [False, True], ids=["nonneg", "negative"])
 def test_bf_options_random(options, batch, negative):
     """Small batches (virtual warps of several lanes per source), negative weights."""
-    graph = random_graph(10 + batch + 100 * negative, 503, 2500, negative=negative,
+    graph = tricky_graph(10 + batch + 100 * negative, 503, 2500, negative=negative,
                          exact=not negative)
     rng = np.random.default_rng(batch)
     sources = rng.choice(graph.n, batch, replace=False)
@@ -251,7 +227,7 @@ def test_bf_negative_self_loop():
 
 
 def test_potentials_match_virtual_source():
-    graph = random_graph(21, 1500, 7000, negative=True, exact=False)
+    graph = tricky_graph(21, 1500, 7000, negative=True, exact=False)
     h = _kernels.bellman_ford_potentials(_kernels.upload_graph(graph, F64))
     reduced = graph.weights + h[graph.sources_of_edges] - h[graph.indices]
     assert reduced.min() >= -1e-9
@@ -263,7 +239,7 @@ def test_potentials_match_virtual_source():
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 @pytest.mark.parametrize("batch", [1, 7, 32, 70])
 def test_dijkstra_random(variant, dtype, batch):
-    graph = random_graph(30 + batch, 997, 5000, zero_fraction=0.2)
+    graph = tricky_graph(30 + batch, 997, 5000, zero_fraction=0.2)
     sources = np.concatenate([np.arange(0, graph.n, max(1, graph.n // batch))[:batch - 1],
                               [graph.n - 1]])
     dg = _kernels.upload_graph(graph, dtype)
@@ -293,7 +269,7 @@ def test_dijkstra_real_graphs(data_dir, name, count, variant):
 @pytest.mark.parametrize("variant", ["general", "economic"])
 def test_dijkstra_zero_weights(variant):
     """Every weight 0: the threshold is the minimum distance itself; still progress."""
-    graph = random_graph(40, 300, 1200, zero_fraction=1.0)
+    graph = tricky_graph(40, 300, 1200, zero_fraction=1.0)
     graph = Graph(graph.indptr, graph.indices, np.zeros(graph.m), name="zeros")
     sources = np.arange(0, 300, 7)
     dist, _, stats = _kernels.dijkstra_batch(_kernels.upload_graph(graph, F64), sources,
@@ -302,14 +278,14 @@ def test_dijkstra_zero_weights(variant):
 
 
 def test_dijkstra_rejects_negative_weights():
-    graph = random_graph(41, 50, 200, negative=True)
+    graph = tricky_graph(41, 50, 200, negative=True)
     with pytest.raises(UnsupportedError, match="non-negative"):
         _kernels.dijkstra_batch(_kernels.upload_graph(graph, F32), [0])
 
 
 def test_unsorted_and_duplicate_sources():
     """Sources are reordered internally (by vertex id) and put back in place."""
-    graph = random_graph(42, 400, 2000)
+    graph = tricky_graph(42, 400, 2000)
     sources = np.array([399, 5, 5, 0, 250, 0, 17] * 6)
     ref = reference(graph, sources)
     dg = _kernels.upload_graph(graph, F32)
@@ -321,7 +297,7 @@ def test_unsorted_and_duplicate_sources():
 
 
 def test_empty_batches():
-    graph = random_graph(43, 50, 200)
+    graph = tricky_graph(43, 50, 200)
     dg = _kernels.upload_graph(graph, F32)
     for fn in (_kernels.bellman_ford_batch, _kernels.dijkstra_batch):
         dist, pred, stats = fn(dg, np.array([], dtype=np.int64), predecessors=True)
@@ -330,7 +306,7 @@ def test_empty_batches():
 
 # -- Johnson ------------------------------------------------------------------------------------
 def test_reweight_on_device():
-    graph = random_graph(50, 600, 3000, negative=True, exact=False)
+    graph = tricky_graph(50, 600, 3000, negative=True, exact=False)
     g64 = _kernels.upload_graph(graph, F64)
     h = _kernels.bellman_ford_potentials(g64)
     rw = _kernels.reweight(g64, h)
@@ -347,7 +323,7 @@ def test_reweight_on_device():
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 @pytest.mark.parametrize("batch", [1, 9, 70])
 def test_johnson_random(inner, dtype, batch):
-    graph = random_graph(60 + batch, 811, 4000, negative=True, exact=False)
+    graph = tricky_graph(60 + batch, 811, 4000, negative=True, exact=False)
     sources = np.concatenate([spread(graph.n - 3, batch - 1), [graph.n - 1]])
     h = _kernels.bellman_ford_potentials(_kernels.upload_graph(graph, F64))
     rw = _kernels.reweight(_kernels.upload_graph(graph, dtype), h)
