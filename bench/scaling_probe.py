@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 
 import mgapsp
-from mgapsp import pipeline
+from mgapsp import pipeline, writer
 from mgapsp.pipeline import run_job
 from mgapsp.store import Store
 
@@ -57,6 +57,21 @@ class _ContiguousShares(pipeline._Shares):
 
 
 _DEALT = pipeline._Shares
+
+
+def _zarr_attributes(group, updates):
+    """The store's records through Zarr's own attribute update (before session 7)."""
+    group.attrs.update(updates)
+
+
+_DIRECT = writer.update_attributes
+
+
+def use_variant(name: str) -> None:
+    """``pipeline``: the code as it is; ``contiguous``: contiguous shares; ``zarr-record``:
+    the store's records written through Zarr."""
+    pipeline._Shares = _ContiguousShares if name == "contiguous" else _DEALT
+    writer.update_attributes = _zarr_attributes if name == "zarr-record" else _DIRECT
 
 
 def timeline(ts_data, t0: float, t_end: float) -> dict:
@@ -119,9 +134,10 @@ def main(argv=None):
                    help="the workers' log level (mgapsp.cluster.connect: 30)")
     p.add_argument("--no-dashboard", action="store_true",
                    help="no dashboard at all, as mgapsp.cluster.connect(dashboard=False)")
-    p.add_argument("--compare-contiguous", action="store_true",
-                   help="alternate the jobs between dealt shares (the pipeline's) and "
-                        "contiguous ones; medians of each")
+    p.add_argument("--compare", choices=["contiguous", "zarr-record"], default=None,
+                   help="alternate the jobs between the pipeline as it is and a variant: "
+                        "contiguous shares, or the store's records through Zarr; medians "
+                        "of each")
     args = p.parse_args(argv)
     from dask_cuda import LocalCUDACluster
     from distributed import Client, get_task_stream
@@ -150,9 +166,9 @@ def main(argv=None):
             run_job(g, scratch / "w.zarr", client, backend="gpu", overwrite=True,
                     sources=g.vertex_ids[:batch * k * args.threads], batch_size=batch)
             runs = []
-            for r in range(args.repeats * (2 if args.compare_contiguous else 1)):
-                shares = "contiguous" if args.compare_contiguous and r % 2 else "dealt"
-                pipeline._Shares = _ContiguousShares if shares == "contiguous" else _DEALT
+            for r in range(args.repeats * (2 if args.compare else 1)):
+                variant = args.compare if args.compare and r % 2 else "pipeline"
+                use_variant(variant)
                 os.sync()       # as the scaling report: no earlier job's writeback
                 with get_task_stream(client) as ts:
                     rep = run_job(g, scratch / "j.zarr", client, backend="gpu",
@@ -161,43 +177,54 @@ def main(argv=None):
                 t0 = t_end - rep.seconds
                 line = timeline(ts.data, t0, t_end)
                 line["parts"] = parts_by_position(line["tasks"], rep.batches)
-                line.update(record_s=_RECORDS[-1], seconds=rep.seconds, shares=shares,
+                last_stop = rep.seconds - line["tail_s"]
+                line.update(first_sent_s=rep.marks["first_sent"],
+                            window_sent_s=rep.marks["window_sent"],
+                            result_s=rep.marks["last_result"] - last_stop,
+                            setup_s=rep.setup_s)
+                line.update(record_s=_RECORDS[-1], seconds=rep.seconds, variant=variant,
                             rows_per_s=rep.rows_per_second,
                             gpu_busy=float(np.mean(list(rep.gpu_busy().values()))))
                 runs.append(line)
-                print(f"{k} GPUs x {args.threads} threads, {shares}, run {r}: "
+                print(f"{k} GPUs x {args.threads} threads, {variant}, run {r}: "
                       f"{rep.seconds * 1e3:.1f} ms "
                       f"({rep.rows_per_second:,.0f} rows/s), head {line['head_s'] * 1e3:.1f}, "
-                      f"tail {line['tail_s'] * 1e3:.1f} (record {line['record_s'] * 1e3:.1f}), "
+                      f"tail {line['tail_s'] * 1e3:.1f} (result "
+                      f"{line['result_s'] * 1e3:.1f}, record {line['record_s'] * 1e3:.1f}), "
+                      f"sent {line['first_sent_s'] * 1e3:.1f}/{line['window_sent_s'] * 1e3:.1f}, "
+                      f"setup {line['setup_s'] * 1e3:.1f}, "
                       f"batch {line['batch_s'] * 1e3:.1f}, "
                       f"gap {line['gap_s'] * 1e3:.1f} ms, GPU busy {line['gpu_busy']:.0%}, "
                       f"per worker {line['per_worker']}", flush=True)
-            for shares in sorted({x["shares"] for x in runs}):
-                mine = [x for x in runs if x["shares"] == shares]
-                runs_of[(k, shares)] = mine
-                summary[(k, shares)] = {
+            for variant in sorted({x["variant"] for x in runs}):
+                mine = [x for x in runs if x["variant"] == variant]
+                runs_of[(k, variant)] = mine
+                summary[(k, variant)] = {
                     key: float(np.median([x[key] for x in mine]))
                     for key in ("seconds", "head_s", "tail_s", "record_s", "batch_s",
-                                "gap_s", "gpu_busy")}
+                                "gap_s", "gpu_busy", "result_s", "first_sent_s",
+                                "window_sent_s", "setup_s")}
             if args.out:
                 Path(args.out).mkdir(parents=True, exist_ok=True)
                 (Path(args.out) / f"probe-{k}x{args.threads}-b{batch}.json").write_text(
                     json.dumps({"batch_size": batch, "threads": args.threads, "runs": runs}))
-    for (k, shares), m in summary.items():
+    for (k, variant), m in summary.items():
         # where a thread's first batch of a job goes, against its later ones
-        mine = [x["parts"] for x in runs_of[(k, shares)]]
+        mine = [x["parts"] for x in runs_of[(k, variant)]]
         first = {p: np.median([v for x in mine for v in x[0][p]]) for p in _PARTS}
         later = {p: np.median([v for x in mine for pos in x[1:] for v in pos[p]] or [0])
                  for p in _PARTS}
-        print(f"parts {k} GPUs, {shares}: first batch / later (ms): " + ", ".join(
+        print(f"parts {k} GPUs, {variant}: first batch / later (ms): " + ", ".join(
             f"{p[:-2]} {first[p] * 1e3:.1f}/{later[p] * 1e3:.1f}" for p in _PARTS),
             flush=True)
-        # speed-ups against the first point with the same shares
-        base = summary[(counts[0], shares)]["seconds"]
-        print(f"median {k} GPUs x {args.threads} threads, {shares}, batch {batch}: "
+        # speed-ups against the first point with the same variant
+        base = summary[(counts[0], variant)]["seconds"]
+        print(f"median {k} GPUs x {args.threads} threads, {variant}, batch {batch}: "
               f"{m['seconds'] * 1e3:.1f} ms (x{base / m['seconds']:.2f} of {counts[0]}), "
-              f"head {m['head_s'] * 1e3:.1f}, tail {m['tail_s'] * 1e3:.1f} "
-              f"(record {m['record_s'] * 1e3:.1f}), "
+              f"head {m['head_s'] * 1e3:.1f} (sent {m['first_sent_s'] * 1e3:.1f}/"
+              f"{m['window_sent_s'] * 1e3:.1f}), tail {m['tail_s'] * 1e3:.1f} "
+              f"(result {m['result_s'] * 1e3:.1f}, record {m['record_s'] * 1e3:.1f}), "
+              f"setup {m['setup_s'] * 1e3:.1f}, "
               f"batch {m['batch_s'] * 1e3:.1f}, gap {m['gap_s'] * 1e3:.1f} ms, "
               f"GPU busy {m['gpu_busy']:.0%}", flush=True)
     shutil.rmtree(scratch, ignore_errors=True)

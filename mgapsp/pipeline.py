@@ -278,6 +278,13 @@ class JobReport:
     #: a distributed Floyd-Warshall (mgapsp.fw_dist): ranks, exchange, method,
     #: seconds (its wall time), exchanged_bytes; empty otherwise
     floyd_warshall: dict = field(default_factory=dict)
+    #: seconds before the batches: the workers probed, the job planned, the store
+    #: created (the graph written into it) or opened; not in ``seconds``
+    setup_s: float = 0.0
+    #: seconds from the batches' start (``seconds`` counts from there) to: the first
+    #: tasks sent ("first_sent"), all of the first window sent ("window_sent"), the
+    #: last result in hand ("last_result"), the store's last record written ("recorded")
+    marks: dict = field(default_factory=dict)
 
     @property
     def rows_per_second(self) -> float:
@@ -473,6 +480,7 @@ def run_job(graph: Graph, out, client, *, algorithm: str = "auto", backend: str 
     """Compute the rows of ``sources`` into the store at ``out`` on ``client``'s workers."""
     from distributed import as_completed
 
+    t_call = time.perf_counter()
     if resume and overwrite:
         raise MgapspError("--resume and --overwrite contradict each other; pick one")
     out = os.fspath(out)
@@ -542,6 +550,7 @@ def run_job(graph: Graph, out, client, *, algorithm: str = "auto", backend: str 
         on_start(report)
     threads = client.nthreads()
     t0 = time.perf_counter()
+    report.setup_s = t0 - t_call
     slabs = bool(todo) and fw_by_slabs(plan.algorithm, plan.backend, plan.predecessors,
                                        plan.sources, graph.n)
     if slabs:
@@ -595,7 +604,9 @@ def run_job(graph: Graph, out, client, *, algorithm: str = "auto", backend: str 
             for b in shares.take(w, (IN_FLIGHT_PER_THREAD - 1) * threads[w], borrow=False)]
     # results come back in the background as tasks finish, not one round trip each
     pending = as_completed(submit(first), with_results=True)
+    report.marks["first_sent"] = time.perf_counter() - t0
     pending.update(submit(more))
+    report.marks["window_sent"] = time.perf_counter() - t0
     n_done = int(done.sum())
     # Progress is recorded in the store's attributes at most every PROGRESS_EVERY_S
     # (and at the end, or when the job fails): a record per batch cost the client a
@@ -645,6 +656,7 @@ def run_job(graph: Graph, out, client, *, algorithm: str = "auto", backend: str 
     finally:
         if slabs:
             client.run(fw_dist.drop_slabs)
+    report.marks["last_result"] = time.perf_counter() - t0
     if n_done == plan.n_batches:
         # the last batches and the job's end in one update of the store
         store.mark_done(unrecorded, rows_done, n_done, complete=True, extra={
@@ -654,5 +666,5 @@ def run_job(graph: Graph, out, client, *, algorithm: str = "auto", backend: str 
         unrecorded.clear()
     else:
         record()
-    report.seconds = time.perf_counter() - t0
+    report.seconds = report.marks["recorded"] = time.perf_counter() - t0
     return report

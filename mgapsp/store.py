@@ -289,7 +289,9 @@ class Store:
                          "complete": bool(complete), "updated": _now()})
         if extra:
             progress.update(extra)
-        self.group.attrs["progress"] = progress
+        from .writer import update_attributes
+
+        update_attributes(self.group, {"progress": progress})
 
 
 def _write_array(group, name, data, dims):

@@ -23,10 +23,13 @@ GPU computes distances faster than the host's cores compress them: the host copi
 the frames back and only writes bytes.  ``MGAPSP_GPU_COMPRESS=0`` turns that off
 (the host compresses, as for zstd).
 
-The pool has ``MGAPSP_WRITE_THREADS`` threads, by default this process's share of the
-cores it may run on: all of them divided by the GPUs that the host's cluster uses
-(``CUDA_VISIBLE_DEVICES`` lists them, as dask-cuda sets it), or a single thread in a
-process without a GPU, whose cores are busy computing.
+Chunks the host compresses go to a pool of ``MGAPSP_WRITE_THREADS`` threads, by
+default this process's share of the cores it may run on: all of them divided by the
+GPUs that the host's cluster uses (``CUDA_VISIBLE_DEVICES`` lists them, as dask-cuda
+sets it), or a single thread in a process without a GPU, whose cores are busy
+computing.  Frames made on the GPU only need storing, which a few threads do: a pool
+of ``MGAPSP_STORE_THREADS`` (default :data:`STORE_THREADS`, at most the former).  More
+threads only held the interpreter's lock that the batches' kernel launches wait for.
 """
 
 from __future__ import annotations
@@ -41,22 +44,39 @@ from pathlib import Path
 import numpy as np
 import zarr
 
-__all__ = ["write_block", "write_chunk", "write_threads", "gpu_compress"]
+__all__ = ["write_block", "write_chunk", "write_threads", "store_threads", "gpu_compress",
+           "update_attributes", "STORE_THREADS"]
 
-_POOL: ThreadPoolExecutor | None = None
+#: threads of a process that store frames made on its GPU.  On nvidia-h200-x4 (all rows
+#: of p2p-Gnutella31, batches of 1,956, two batch threads per GPU, median of 5 jobs):
+#: with 16, 6, 4, 3 and 2 such threads one GPU took 475, 427, 402, 374 and 373 ms, four
+#: GPUs 139.5, 142.8, 130.7, 123.8 and 116.3 ms.  Fewer threads wrote the batch's files
+#: no slower (they share its directory) and held less of the interpreter lock that the
+#: batches' kernel launches wait on (bench/write_path_notes.md).
+STORE_THREADS = 2
+
+_POOLS: dict[str, ThreadPoolExecutor] = {}
 _POOL_LOCK = threading.Lock()
 _SHUFFLE = {"noshuffle": 0, "shuffle": 1, "bitshuffle": 2}
 
 
+def _threads_from_env(name: str) -> int | None:
+    env = os.environ.get(name)
+    if not env:
+        return None
+    try:
+        n = int(env)
+    except ValueError:
+        n = 0
+    if n < 1:
+        raise ValueError(f"{name} must be a positive integer, got {env!r}")
+    return n
+
+
 def write_threads() -> int:
-    env = os.environ.get("MGAPSP_WRITE_THREADS")
-    if env:
-        try:
-            n = int(env)
-        except ValueError:
-            n = 0
-        if n < 1:
-            raise ValueError(f"MGAPSP_WRITE_THREADS must be a positive integer, got {env!r}")
+    """Threads that compress chunks on the host and store them (``MGAPSP_WRITE_THREADS``)."""
+    n = _threads_from_env("MGAPSP_WRITE_THREADS")
+    if n is not None:
         return n
     try:
         cores = len(os.sched_getaffinity(0))
@@ -78,12 +98,20 @@ def gpu_compress() -> bool:
     return env not in ("0", "no", "false", "off")
 
 
-def _pool() -> ThreadPoolExecutor:
-    global _POOL
+def store_threads() -> int:
+    """Threads that store chunk frames made on the GPU (``MGAPSP_STORE_THREADS``)."""
+    n = _threads_from_env("MGAPSP_STORE_THREADS")
+    return n if n is not None else min(STORE_THREADS, write_threads())
+
+
+def _pool(kind: str = "write") -> ThreadPoolExecutor:
+    """This process's pool of ``write`` threads (host compression) or of ``store``
+    threads (frames made on the GPU)."""
     with _POOL_LOCK:
-        if _POOL is None:
-            _POOL = ThreadPoolExecutor(write_threads(), thread_name_prefix="mgapsp-write")
-        return _POOL
+        if kind not in _POOLS:
+            n = write_threads() if kind == "write" else store_threads()
+            _POOLS[kind] = ThreadPoolExecutor(n, thread_name_prefix=f"mgapsp-{kind}")
+        return _POOLS[kind]
 
 
 class _Layout:
@@ -207,6 +235,26 @@ def write_chunk(arr: zarr.Array, coords: tuple, chunk: np.ndarray) -> int:
     return lay.put_key(tuple(coords), data)
 
 
+def update_attributes(group: zarr.Group, updates: dict) -> None:
+    """``group.attrs.update(updates)``: the same ``zarr.json``, but written here where
+    the group is in a local store rather than through Zarr's event loop.  The store's
+    last record ends every job: through Zarr it took 3.1 ms of a 0.14 s job on four
+    GPUs, in a client process whose loop thread also runs the scheduler."""
+    from zarr.storage import LocalStore
+
+    store = group.store_path.store
+    if not isinstance(store, LocalStore) or group.metadata.zarr_format != 3:
+        group.attrs.update(updates)
+        return
+    from zarr.core.buffer import default_buffer_prototype
+
+    # as Zarr does: the group's metadata object is updated in place, then saved
+    group.metadata.attributes.update(updates)
+    prefix = group.store_path.path
+    for key, buf in group.metadata.to_buffer_dict(default_buffer_prototype()).items():
+        _write_file(Path(store.root) / (f"{prefix}/{key}" if prefix else key), buf.to_bytes())
+
+
 def _host_tile(block: np.ndarray, j: int, cr: int, cc: int, fill) -> np.ndarray:
     rows, n = block.shape
     c0, c1 = j * cc, min((j + 1) * cc, n)
@@ -243,13 +291,15 @@ def write_block(arr: zarr.Array, start: int, block) -> dict:
         host = block.get() if device else block
         arr[start:stop, :] = host
         return {"copy_s": 0.0, "encode_s": time.perf_counter() - t0, "bytes": 0}
-    pool = _pool()
+    gpu_frames = device and lay.gpu_clevel is not None and gpu_compress()
+    pool = _pool("store" if gpu_frames else "write")
     i = start // cr
     n_chunks = -(-arr.shape[1] // cc)
     futures: list[Future] = []
     copy_s = 0.0
     try:
-        copy_s = _submit(pool, lay, block, device, i, cr, cc, n_chunks, futures)
+        copy_s = _submit(pool, lay, block, device, gpu_frames, i, cr, cc, n_chunks,
+                         futures)
     finally:
         # no chunk may still be reading a staging buffer or the block when we return
         errors = [f.exception() for f in futures]
@@ -261,8 +311,8 @@ def write_block(arr: zarr.Array, start: int, block) -> dict:
             "bytes": stored}
 
 
-def _submit(pool, lay: _Layout, block, device: bool, i: int, cr: int, cc: int,
-            n_chunks: int, futures: list) -> float:
+def _submit(pool, lay: _Layout, block, device: bool, gpu_frames: bool, i: int, cr: int,
+            cc: int, n_chunks: int, futures: list) -> float:
     """Queue every chunk of the block on ``pool`` (appending to ``futures``); the
     seconds spent cutting (or compressing) and copying device groups to the host."""
     if not device:
@@ -283,7 +333,7 @@ def _submit(pool, lay: _Layout, block, device: bool, i: int, cr: int, cc: int,
         in_slot[slot] = []
 
     block = block.astype(lay.dtype, copy=False)
-    if lay.gpu_clevel is not None and gpu_compress():
+    if gpu_frames:
         # frames made on the device: the pool only stores them
         groups = ((slot, [(first + k, lay.put_bytes, frames[starts[k]:starts[k + 1]])
                           for k in range(len(starts) - 1)])

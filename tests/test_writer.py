@@ -107,6 +107,42 @@ def test_write_threads(monkeypatch):
     assert 1 <= writer.write_threads() <= (os.cpu_count() or 1)
 
 
+def test_store_threads(monkeypatch):
+    monkeypatch.delenv("MGAPSP_STORE_THREADS", raising=False)
+    monkeypatch.setenv("MGAPSP_WRITE_THREADS", "1")
+    assert writer.store_threads() == 1          # never more than the write threads
+    monkeypatch.setenv("MGAPSP_WRITE_THREADS", "64")
+    assert writer.store_threads() == writer.STORE_THREADS
+    monkeypatch.setenv("MGAPSP_STORE_THREADS", "5")
+    assert writer.store_threads() == 5
+    monkeypatch.setenv("MGAPSP_STORE_THREADS", "-1")
+    with pytest.raises(ValueError, match="MGAPSP_STORE_THREADS must be a positive"):
+        writer.store_threads()
+
+
+def test_attributes_written_as_zarr_writes_them(tmp_path):
+    """The direct update writes the very zarr.json that Zarr's own update writes, and
+    the open group sees the new attributes; a store that is not local goes through
+    Zarr."""
+    first = {"progress": {"done": 0, "complete": False}, "name": "g"}
+    update = {"progress": {"done": 3, "complete": True, "when": "now"}}
+    ours = zarr.open_group(tmp_path / "a.zarr", mode="w-")
+    theirs = zarr.open_group(tmp_path / "b.zarr", mode="w-")
+    for g in (ours, theirs):
+        g.create_array("x", shape=(4,), dtype="int8")
+        g.attrs.update(first)
+    writer.update_attributes(ours, update)
+    theirs.attrs.update(update)
+    assert ((tmp_path / "a.zarr" / "zarr.json").read_bytes()
+            == (tmp_path / "b.zarr" / "zarr.json").read_bytes())
+    assert dict(ours.attrs) == {**first, **update}
+    assert dict(zarr.open_group(tmp_path / "a.zarr", mode="r").attrs) == {**first, **update}
+    assert not list((tmp_path / "a.zarr").glob("*.partial"))
+    memory = zarr.open_group(zarr.storage.MemoryStore(), mode="w")
+    writer.update_attributes(memory, update)
+    assert dict(memory.attrs) == update
+
+
 @pytest.mark.gpu
 @pytest.mark.parametrize("stage_bytes", [None, 3 * 16 * 64 * 4])
 def test_device_blocks_match_host_blocks(tmp_path, monkeypatch, stage_bytes):

@@ -5,8 +5,10 @@
 Uses one worker per GPU where GPUs are visible (``LocalCUDACluster`` on the first k
 GPUs), else k single-threaded CPU workers.  Each point is a whole job, Zarr writes
 included, into a fresh store; rows/s counts the job's rows over the median wall time
-of ``--repeats`` jobs after a warm-up job, the cluster up, each started with the
-page cache written back (``os.sync``).  With ``--rounds`` the points are measured that
+of its batches (``JobReport.seconds``: from the first batch sent to the store's last
+record; the job's setup before them is reported beside it) over ``--repeats`` jobs
+after a warm-up job, the cluster up, each started with the page cache written back
+(``os.sync``).  With ``--rounds`` the points are measured that
 many times, each round on new clusters and every other one in reverse order (a
 cluster's speed varies by some 5% from one start to the next on the device machines,
 and the machine drifts over a run).  Writes ``scaling.md``,
@@ -29,7 +31,7 @@ import mgapsp
 from mgapsp.api import resolve_backend
 from mgapsp.cluster import connect, gpu_count
 from mgapsp.pipeline import run_job
-from mgapsp.writer import write_threads
+from mgapsp.writer import store_threads, write_threads
 
 
 def _flush_page_cache() -> None:
@@ -56,7 +58,8 @@ def measure(graph, backend, workers, sources, batch_size, scratch, compression="
             reports.append(run_job(graph, scratch / "job.zarr", client, backend=backend,
                                    overwrite=True, sources=sources, batch_size=batch_size,
                                    compression=compression))
-        threads = client.run(write_threads)
+        threads = {w: (client.run(store_threads)[w], n)
+                   for w, n in client.run(write_threads).items()}
     return reports, threads
 
 
@@ -73,8 +76,10 @@ def summarize(workers, reports, threads, batch_size) -> dict:
             "gpu_busy": gpu,
             "gpu_busy_mean": float(np.mean(list(gpu.values()))) if gpu else None,
             "write_s_per_worker": dict(report.worker_write_s),
-            "write_threads": threads, "stored_bytes": report.stored_bytes,
-            "seconds_all": runs}
+            "write_threads": {w: t[1] for w, t in threads.items()},
+            "store_threads": {w: t[0] for w, t in threads.items()},
+            "stored_bytes": report.stored_bytes, "seconds_all": runs,
+            "setup_s": float(np.median([r.setup_s for r in reports]))}
 
 
 def plot(points, title, path):
@@ -170,18 +175,24 @@ def main(argv=None) -> int:
               "clusters and every other one in reverse order" if args.rounds > 1
               else f"{args.repeats} jobs per point")
     lines = [f"# Scaling: {title}", "",
-             "End to end: kernels, staging to the host, compression and Zarr writes of "
-             f"every row; the median wall time of {rounds}, each job after a warm-up "
-             "job on the same cluster and with the page cache written back.  GPU busy: "
-             "each worker's kernel time (CUDA events) over the wall time.", "",
-             "| workers | rows/s | speed-up | seconds | batches of | GPU busy (per worker) "
-             "| write threads per worker | stored |", "|---|---|---|---|---|---|---|---|"]
+             "The batches end to end: kernels, staging to the host, compression, Zarr "
+             "writes of every row and the store's records, from the first batch sent to "
+             "the store's last record; the median wall time of "
+             f"{rounds}, each job after a warm-up job on the same cluster and with the "
+             "page cache written back.  Setup, before the batches and not in the rows/s "
+             "(workers probed, the previous job's store removed, the new one created "
+             "with the graph): median shown.  GPU busy: each worker's kernel time (CUDA "
+             "events) over the wall time.", "",
+             "| workers | rows/s | speed-up | seconds | setup s | batches of "
+             "| GPU busy (per worker) | threads storing, compressing per worker | stored |",
+             "|---|---|---|---|---|---|---|---|---|"]
     for p in points:
         busy = ", ".join(f"{v:.0%}" for v in p["gpu_busy"].values()) or "-"
-        threads = sorted(set(p["write_threads"].values()))
+        threads = sorted({(p["store_threads"][w], n) for w, n in p["write_threads"].items()})
         lines.append(f"| {p['workers']} | {p['rows_per_s']:,.0f} | "
-                     f"{p['rows_per_s'] / points[0]['rows_per_s']:.2f}x | {p['seconds']:.2f} | "
-                     f"{p['batch_size']} | {busy} | {', '.join(map(str, threads))} | "
+                     f"{p['rows_per_s'] / points[0]['rows_per_s']:.2f}x | {p['seconds']:.3f} | "
+                     f"{p['setup_s']:.3f} | {p['batch_size']} | {busy} | "
+                     f"{'; '.join(f'{a}, {b}' for a, b in threads)} | "
                      f"{p['stored_bytes'] / 2**20:,.0f} MiB |")
     (out / "scaling.md").write_text("\n".join(lines) + "\n")
     plot(points, title, out / "scaling.png")
