@@ -134,6 +134,8 @@ def main(argv=None):
                    help="the workers' log level (mgapsp.cluster.connect: 30)")
     p.add_argument("--no-dashboard", action="store_true",
                    help="no dashboard at all, as mgapsp.cluster.connect(dashboard=False)")
+    p.add_argument("--switch-interval", type=float, default=None,
+                   help="sys.setswitchinterval in the client and every worker (seconds)")
     p.add_argument("--compare", choices=["contiguous", "zarr-record"], default=None,
                    help="alternate the jobs between the pipeline as it is and a variant: "
                         "contiguous shares, or the store's records through Zarr; medians "
@@ -163,6 +165,11 @@ def main(argv=None):
                               ) as cluster, \
                 Client(cluster) as client:
             client.wait_for_workers(k, timeout=120)
+            if args.switch_interval:
+                import sys
+
+                sys.setswitchinterval(args.switch_interval)
+                client.run(sys.setswitchinterval, args.switch_interval)
             run_job(g, scratch / "w.zarr", client, backend="gpu", overwrite=True,
                     sources=g.vertex_ids[:batch * k * args.threads], batch_size=batch)
             runs = []

@@ -124,6 +124,9 @@ def connect(*, scheduler: str | None = None, scheduler_file: str | None = None,
             cluster = LocalCluster(n_workers=n_workers or os.cpu_count() or 1,
                                    threads_per_worker=1, processes=True, **options)
     with cluster, Client(cluster) as client:
+        from .worker import SwitchInterval
+
+        client.register_plugin(SwitchInterval())
         if cpu_workers:
             _add_cpu_workers(cluster, cpu_workers, options)
             client.wait_for_workers(len(cluster.worker_spec), timeout=120)

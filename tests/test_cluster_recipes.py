@@ -14,6 +14,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from mgapsp.worker import SWITCH_INTERVAL_S
+
 REPO = Path(__file__).resolve().parent.parent
 
 
@@ -94,6 +96,9 @@ def test_slurm_worker_command_joins_a_real_scheduler(slurm, tmp_path):
                 # jobqueue writes the limit through format_bytes: 1.86 GiB
                 assert info["memory_limit"] == pytest.approx(2 * 10**9, rel=0.01)
                 assert client.submit(sum, [1, 2, 3]).result() == 6
+                # the worker preloaded mgapsp.worker: its switch interval is ours
+                assert list(client.run(sys.getswitchinterval).values()) == [
+                    SWITCH_INTERVAL_S]
         finally:
             os.killpg(proc.pid, signal.SIGTERM)
             proc.wait(timeout=30)
@@ -122,3 +127,24 @@ def test_kubernetes_manifests():
                   if "persistentVolumeClaim" in v]
         assert claims == [claim]
     assert kinds["PersistentVolumeClaim"]["spec"]["accessModes"] == ["ReadWriteMany"]
+
+
+def test_embedded_cluster_workers_switch_threads_often():
+    """connect()'s workers, and one that joins later, run the short switch interval;
+    the client's own process keeps its setting."""
+    from distributed import Nanny
+
+    from mgapsp.cluster import connect
+
+    before = sys.getswitchinterval()
+    with connect(backend="cpu", n_workers=1, dashboard=False) as client:
+        assert list(client.run(sys.getswitchinterval).values()) == [SWITCH_INTERVAL_S]
+
+        async def late():
+            async with Nanny(client.scheduler.address, nthreads=1):
+                await client.wait_for_workers(2, timeout=60)
+                return await client.run(sys.getswitchinterval)
+
+        intervals = client.sync(late)
+        assert list(intervals.values()) == [SWITCH_INTERVAL_S] * 2
+    assert sys.getswitchinterval() == before
