@@ -39,7 +39,6 @@ class SwitchInterval(WorkerPlugin):
         sys.setswitchinterval(self.seconds)
 
 
-
 def dask_setup(worker) -> None:
     """Preload hook of the workers this module starts."""
     SwitchInterval().setup(worker)
