@@ -58,8 +58,8 @@ def measure(graph, backend, workers, sources, batch_size, scratch, compression="
             reports.append(run_job(graph, scratch / "job.zarr", client, backend=backend,
                                    overwrite=True, sources=sources, batch_size=batch_size,
                                    compression=compression))
-        threads = {w: (client.run(store_threads)[w], n)
-                   for w, n in client.run(write_threads).items()}
+        storing = client.run(store_threads)
+        threads = {w: (storing[w], n) for w, n in client.run(write_threads).items()}
     return reports, threads
 
 
