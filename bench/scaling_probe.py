@@ -25,6 +25,7 @@ import numpy as np
 import mgapsp
 from mgapsp import pipeline, writer
 from mgapsp.pipeline import run_job
+from mgapsp.plan import CHUNK_ELEMENTS
 
 
 class _ContiguousShares(pipeline._Shares):
@@ -50,13 +51,139 @@ def _zarr_attributes(group, updates):
 
 
 _DIRECT = writer.update_attributes
+_CHUNKS = pipeline.column_chunk
+_IN_FLIGHT = pipeline.IN_FLIGHT_PER_THREAD
 
 
-def use_variant(name: str) -> None:
-    """``pipeline``: the code as it is; ``contiguous``: contiguous shares; ``zarr-record``:
-    the store's records written through Zarr."""
-    pipeline._Shares = _ContiguousShares if name == "contiguous" else _DEALT
-    writer.update_attributes = _zarr_attributes if name == "zarr-record" else _DIRECT
+def _plain_chunks(n: int, batch_size: int) -> int:
+    return int(min(n, max(1024, CHUNK_ELEMENTS // batch_size)))
+
+
+def _context_flags(flags: int) -> int:
+    """Set the scheduling flags of this process's CUDA context; returns them as read
+    back (0 auto, 1 spin, 2 yield, 4 blocking sync)."""
+    import ctypes
+
+    import cupy
+
+    cuda = ctypes.CDLL("libcuda.so.1")
+    dev = cupy.cuda.runtime.getDevice()
+    err = cuda.cuDevicePrimaryCtxSetFlags_v2(ctypes.c_int(dev), ctypes.c_uint(flags))
+    got, active = ctypes.c_uint(), ctypes.c_int()
+    cuda.cuDevicePrimaryCtxGetState(ctypes.c_int(dev), ctypes.byref(got), ctypes.byref(active))
+    if err:
+        raise RuntimeError(f"cuDevicePrimaryCtxSetFlags_v2: error {err}")
+    return got.value
+
+
+def use_variant(name: str, client=None) -> None:
+    """Set up the next job as variant ``name`` (the client's side here, the workers'
+    through ``client.run``):
+
+    - ``pipeline``: the code as it is;
+    - ``contiguous``: contiguous shares (before session 6);
+    - ``zarr-record``: the store's records written through Zarr (before session 7);
+    - ``direct``: the client gathers results from the workers, not through the
+      scheduler (``Client.direct_to_workers``);
+    - ``frames-<MB>``: the GPU compresses a batch's chunks in groups of that many raw
+      MB (``staging.FRAME_GROUP_BYTES``), so the next group compresses while the
+      host writes one;
+    - ``slots-<k>``: ``k`` batches compute at once on a GPU (``pipeline._gpu_slots``);
+    - ``whole-<k>``: ``k`` batches in progress at once, each holding its slot through
+      its write too (as ``k`` threads did before session 8);
+    - ``plain-chunks``: chunks of CHUNK_ELEMENTS // batch columns (before session 8),
+      whatever they leave of a Blosc block;
+    - ``blocking``: the workers' CUDA contexts block their threads while they wait for
+      the GPU instead of spinning (``CU_CTX_SCHED_BLOCKING_SYNC``);
+    - ``store-<k>``: ``k`` threads store the frames made on each GPU;
+    - ``inflight-<k>``: ``k`` batches in flight per worker thread
+      (``pipeline.IN_FLIGHT_PER_THREAD``).
+
+    Variants join with ``+`` (``whole-2+frames-128``)."""
+    parts = name.split("+")
+    pipeline._Shares = _ContiguousShares if "contiguous" in parts else _DEALT
+    pipeline.column_chunk = _plain_chunks if "plain-chunks" in parts else _CHUNKS
+    inflight = [int(p.split("-")[1]) for p in parts if p.startswith("inflight-")]
+    pipeline.IN_FLIGHT_PER_THREAD = inflight[0] if inflight else _IN_FLIGHT
+    writer.update_attributes = _zarr_attributes if "zarr-record" in parts else _DIRECT
+    if client is not None:
+        client.direct_to_workers = True if "direct" in parts else None
+        client.run(_worker_variant, parts)
+
+
+class _WholeSlot:
+    """A compute slot kept until the batch's block is written (``whole-<k>``)."""
+
+    def __init__(self, k: int):
+        import threading
+
+        self.sem = threading.BoundedSemaphore(k)
+        self.held = threading.local()
+
+    def __enter__(self):
+        self.sem.acquire()
+        self.held.slot = True
+
+    def __exit__(self, *exc):
+        return False
+
+    def release(self) -> None:
+        if getattr(self.held, "slot", False):
+            self.held.slot = False
+            self.sem.release()
+
+
+def _worker_facts() -> dict:
+    from mgapsp import writer as wr
+
+    return {"cores": len(os.sched_getaffinity(0)), "cpu_count": os.cpu_count(),
+            "write_threads": wr.write_threads(), "store_threads": wr.store_threads(),
+            "context_flags": _context_flags(0)}
+
+
+def _worker_variant(parts: list[str]) -> None:
+    """On a worker: the knobs of the variant ``parts``, every other one at its default."""
+    import threading
+
+    from mgapsp import pipeline as pl
+    from mgapsp import writer as wr
+    from mgapsp._kernels import staging
+
+    defaults = getattr(pl, "_probe_defaults", None)
+    if defaults is None:
+        defaults = pl._probe_defaults = {"frames": staging.FRAME_GROUP_BYTES,
+                                         "write_block": wr.write_block}
+    staging.FRAME_GROUP_BYTES = defaults["frames"]
+    wr.write_block = defaults["write_block"]
+    slots = pl.gpu_computing()
+    whole = None
+    _context_flags(4 if "blocking" in parts else 0)
+    store = [int(p.split("-")[1]) for p in parts if p.startswith("store-")]
+    want = store[0] if store else wr.store_threads()
+    pool = wr._POOLS.get("store")
+    if pool is None or pool._max_workers != want:
+        wr._POOLS["store"] = __import__("concurrent.futures").futures.ThreadPoolExecutor(
+            want, thread_name_prefix="mgapsp-store")
+    for part in parts:
+        if part.startswith("frames-"):
+            staging.FRAME_GROUP_BYTES = int(part.split("-")[1]) * 2**20
+        elif part.startswith("slots-"):
+            slots = int(part.split("-")[1])
+        elif part.startswith("whole-"):
+            whole = _WholeSlot(int(part.split("-")[1]))
+    if whole is None:
+        pl._SLOTS["gpu"] = threading.BoundedSemaphore(slots)
+        return
+    pl._SLOTS["gpu"] = whole
+    original = defaults["write_block"]
+
+    def write_block(*args, **kwargs):
+        try:
+            return original(*args, **kwargs)
+        finally:
+            whole.release()
+
+    wr.write_block = write_block
 
 
 def timeline(ts_data, t0: float, t_end: float) -> dict:
@@ -82,7 +209,7 @@ def timeline(ts_data, t0: float, t_end: float) -> dict:
                       for w, th, a, b, k in spans]}
 
 
-_PARTS = ("load_s", "compute_s", "gpu_s", "write_s", "stage_s", "mark_s")
+_PARTS = ("load_s", "queued_s", "compute_s", "gpu_s", "write_s", "stage_s", "mark_s")
 
 
 def parts_by_position(tasks, batches) -> list[dict]:
@@ -103,6 +230,26 @@ def parts_by_position(tasks, batches) -> list[dict]:
     return out
 
 
+def ends(tasks, batches, seconds: float) -> dict:
+    """How the workers end: ``spread_s`` between the first and the last worker's last
+    batch, ``drain_s`` from the last worker's last kernels to its last batch's end,
+    ``computing`` the mean fraction of the job each worker had a batch computing
+    (from its slot to its kernels' end)."""
+    stats = {s["batch"]: s for s in batches}
+    by_worker: dict = {}
+    for t in tasks:
+        s = stats[int(t["key"].split("-")[2])]
+        a = t["start"] + s.get("queued_s", 0.0) + s.get("load_s", 0.0)
+        by_worker.setdefault(t["worker"], []).append(
+            (a, t["start"] + s["compute_s"], t["stop"]))
+    last = {w: max(x[2] for x in v) for w, v in by_worker.items()}
+    slowest = max(last, key=last.get)
+    return {"spread_s": max(last.values()) - min(last.values()),
+            "drain_s": last[slowest] - max(x[1] for x in by_worker[slowest]),
+            "computing": float(np.mean([pipeline._covered([(a, b) for a, b, _ in v]) / seconds
+                                        for v in by_worker.values()]))}
+
+
 def main(argv=None):
     p = argparse.ArgumentParser()
     p.add_argument("graph")
@@ -121,16 +268,16 @@ def main(argv=None):
                    help="no dashboard at all, as mgapsp.cluster.connect(dashboard=False)")
     p.add_argument("--switch-interval", type=float, default=None,
                    help="sys.setswitchinterval in the client and every worker (seconds)")
-    p.add_argument("--compare", choices=["contiguous", "zarr-record"], default=None,
-                   help="alternate the jobs between the pipeline as it is and a variant: "
-                        "contiguous shares, or the store's records through Zarr; medians "
-                        "of each")
+    p.add_argument("--variants", default="pipeline",
+                   help="comma-separated variants (see use_variant) that the jobs take in "
+                        "turn, --repeats jobs each; medians of each")
     args = p.parse_args(argv)
     from dask_cuda import LocalCUDACluster
     from distributed import Client, get_task_stream
 
     if args.in_flight:
-        pipeline.IN_FLIGHT_PER_THREAD = args.in_flight
+        global _IN_FLIGHT
+        pipeline.IN_FLIGHT_PER_THREAD = _IN_FLIGHT = args.in_flight
     g = mgapsp.read_graph(args.graph)
     counts = [int(x) for x in args.workers.split(",")]
     batch = args.batch_size
@@ -155,12 +302,18 @@ def main(argv=None):
 
                 sys.setswitchinterval(args.switch_interval)
                 client.run(sys.setswitchinterval, args.switch_interval)
+            else:       # as mgapsp.cluster.connect
+                from mgapsp.worker import SwitchInterval
+
+                client.register_plugin(SwitchInterval())
+            print("workers:", client.run(_worker_facts), flush=True)
             run_job(g, scratch / "w.zarr", client, backend="gpu", overwrite=True,
                     sources=g.vertex_ids[:batch * k * args.threads], batch_size=batch)
             runs = []
-            for r in range(args.repeats * (2 if args.compare else 1)):
-                variant = args.compare if args.compare and r % 2 else "pipeline"
-                use_variant(variant)
+            variants = args.variants.split(",")
+            for r in range(args.repeats * len(variants)):
+                variant = variants[r % len(variants)]
+                use_variant(variant, client)
                 os.sync()       # as the scaling report: no earlier job's writeback
                 with get_task_stream(client) as ts:
                     rep = run_job(g, scratch / "j.zarr", client, backend="gpu",
@@ -169,6 +322,8 @@ def main(argv=None):
                 t0 = t_end - rep.seconds
                 line = timeline(ts.data, t0, t_end)
                 line["parts"] = parts_by_position(line["tasks"], rep.batches)
+                line["batches"] = rep.batches
+                line.update(ends(line["tasks"], rep.batches, rep.seconds))
                 last_stop = rep.seconds - line["tail_s"]
                 line.update(first_sent_s=rep.marks["first_sent"],
                             window_sent_s=rep.marks["window_sent"],
@@ -188,6 +343,8 @@ def main(argv=None):
                       f"setup {line['setup_s'] * 1e3:.1f}, "
                       f"batch {line['batch_s'] * 1e3:.1f}, "
                       f"gap {line['gap_s'] * 1e3:.1f} ms, GPU busy {line['gpu_busy']:.0%}, "
+                      f"computing {line['computing']:.0%}, ends {line['spread_s'] * 1e3:.1f} "
+                      f"apart, drain {line['drain_s'] * 1e3:.1f} ms, "
                       f"per worker {line['per_worker']}", flush=True)
             for variant in sorted({x["variant"] for x in runs}):
                 mine = [x for x in runs if x["variant"] == variant]
@@ -196,11 +353,13 @@ def main(argv=None):
                     key: float(np.median([x[key] for x in mine]))
                     for key in ("seconds", "head_s", "tail_s", "record_s", "batch_s",
                                 "gap_s", "gpu_busy", "result_s", "first_sent_s",
-                                "window_sent_s", "setup_s")}
+                                "window_sent_s", "setup_s", "spread_s", "drain_s",
+                                "computing")}
             if args.out:
                 Path(args.out).mkdir(parents=True, exist_ok=True)
                 (Path(args.out) / f"probe-{k}x{args.threads}-b{batch}.json").write_text(
-                    json.dumps({"batch_size": batch, "threads": args.threads, "runs": runs}))
+                    json.dumps({"batch_size": batch, "threads": args.threads, "runs": runs},
+                               default=float))
     for (k, variant), m in summary.items():
         # where a thread's first batch of a job goes, against its later ones
         mine = [x["parts"] for x in runs_of[(k, variant)]]
@@ -219,7 +378,9 @@ def main(argv=None):
               f"(result {m['result_s'] * 1e3:.1f}, record {m['record_s'] * 1e3:.1f}), "
               f"setup {m['setup_s'] * 1e3:.1f}, "
               f"batch {m['batch_s'] * 1e3:.1f}, gap {m['gap_s'] * 1e3:.1f} ms, "
-              f"GPU busy {m['gpu_busy']:.0%}", flush=True)
+              f"GPU busy {m['gpu_busy']:.0%}, computing {m['computing']:.0%}, ends "
+              f"{m['spread_s'] * 1e3:.1f} apart, drain {m['drain_s'] * 1e3:.1f} ms",
+              flush=True)
     shutil.rmtree(scratch, ignore_errors=True)
 
 

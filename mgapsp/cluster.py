@@ -16,6 +16,13 @@ import warnings
 __all__ = ["gpu_count", "connect", "DASHBOARD_ADDRESS"]
 
 DASHBOARD_ADDRESS = "127.0.0.1:8787"
+#: Threads of each GPU worker of the embedded cluster.  At most
+#: :data:`mgapsp.pipeline.GPU_COMPUTING` of its batches compute at once; the others
+#: compress, copy back and write finished blocks meanwhile, so the GPU does not wait
+#: for the disk (two threads, each computing then writing, left the GPU idle while
+#: both wrote: one H200 took 345-387 ms for all rows of p2p-Gnutella31 against 288-327
+#: ms with four: bench/write_path_notes.md).
+GPU_WORKER_THREADS = 4
 
 
 def gpu_count() -> int:
@@ -87,8 +94,9 @@ def connect(*, scheduler: str | None = None, scheduler_file: str | None = None,
     ``security`` (a ``distributed.Security``) is used to attach to a TLS cluster.
     ``gpus`` ("0,2") picks the devices of the embedded ``LocalCUDACluster``; by
     default it uses every visible one (``CUDA_VISIBLE_DEVICES`` respected).  Each
-    GPU worker runs two threads, so that one batch's copy back and Zarr write overlap
-    the next batch's kernels, and advertises the resource ``GPU=1``.  ``cpu_workers``
+    GPU worker runs :data:`GPU_WORKER_THREADS` threads, so that batches' copies back
+    and Zarr writes overlap other batches' kernels, and advertises the resource
+    ``GPU=1``.  ``cpu_workers``
     adds that many single-threaded CPU workers (no GPU visible) beside the GPU ones:
     each takes batches at its own pace with the CPU backend.
     """
@@ -116,7 +124,7 @@ def connect(*, scheduler: str | None = None, scheduler_file: str | None = None,
 
             if gpus is not None:
                 options["CUDA_VISIBLE_DEVICES"] = parse_gpus(gpus)
-            cluster = LocalCUDACluster(n_workers=n_workers, threads_per_worker=2,
+            cluster = LocalCUDACluster(n_workers=n_workers, threads_per_worker=GPU_WORKER_THREADS,
                                        resources={"GPU": 1}, **options)
         else:
             from distributed import LocalCluster

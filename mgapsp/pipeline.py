@@ -14,6 +14,7 @@ attributes.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 import time
@@ -42,6 +43,9 @@ PROGRESS_EVERY_S = 0.5
 #: Batches in flight per worker thread: enough that a thread that frees always finds
 #: one waiting in its worker's queue while the client hands out the next.
 IN_FLIGHT_PER_THREAD = 4
+#: Batches whose kernels run on one GPU at once (``MGAPSP_GPU_COMPUTING``); a GPU
+#: worker's other threads meanwhile compress, copy and write their finished blocks.
+GPU_COMPUTING = 2
 
 _BACKENDS: dict[str, Backend] = {}
 
@@ -87,6 +91,22 @@ _GRAPHS: dict[str, Graph] = {}
 _LOADING = threading.Lock()
 _GRAPH_LOADING = threading.Lock()
 _OPENER = ThreadPoolExecutor(1, thread_name_prefix="mgapsp-open")
+_SLOTS: dict[str, threading.BoundedSemaphore] = {}
+
+
+def gpu_computing() -> int:
+    """Batches computing at once on this process's GPU (``MGAPSP_GPU_COMPUTING``)."""
+    from .writer import positive_from_env
+
+    n = positive_from_env("MGAPSP_GPU_COMPUTING")
+    return GPU_COMPUTING if n is None else n
+
+
+def _gpu_slots() -> threading.BoundedSemaphore:
+    with _LOADING:
+        if "gpu" not in _SLOTS:
+            _SLOTS["gpu"] = threading.BoundedSemaphore(gpu_computing())
+        return _SLOTS["gpu"]
 
 
 class _Run:
@@ -157,7 +177,8 @@ def run_batch(store_path: str, fingerprint: str, run: str, batch: int, start: in
     """
     t0 = time.perf_counter()
     opening = _open_run(store_path, fingerprint, run)   # opens while the kernels run
-    waited = 0.0
+    waited = queued = 0.0
+    computing: list[float] = []
     result = None
     if slab:
         # rows of this worker's slab of the job's Floyd-Warshall (mgapsp.fw_dist); a
@@ -180,10 +201,17 @@ def run_batch(store_path: str, fingerprint: str, run: str, batch: int, start: in
             if backend == "cpu":
                 algorithm = cpu_algorithm
         # A GPU block stays on the device: the writer cuts it into chunks there and
-        # stages them through pinned buffers (mgapsp.writer).
-        result = get_backend(backend).distances(
-            graph, rows, algorithm=algorithm, dtype=np.dtype(dtype),
-            predecessors=predecessors, potentials=potentials, device=True)
+        # stages them through pinned buffers (mgapsp.writer).  At most gpu_computing()
+        # batches compute at once on a GPU; the worker's other threads write.
+        slot = _gpu_slots() if backend == "gpu" else contextlib.nullcontext()
+        t = time.perf_counter()
+        with slot:
+            queued = time.perf_counter() - t
+            computing = [time.time()]
+            result = get_backend(backend).distances(
+                graph, rows, algorithm=algorithm, dtype=np.dtype(dtype),
+                predecessors=predecessors, potentials=potentials, device=True)
+            computing.append(time.time())
     t = time.perf_counter()
     job = opening.result()
     waited += time.perf_counter() - t
@@ -199,7 +227,8 @@ def run_batch(store_path: str, fingerprint: str, run: str, batch: int, start: in
         store.mark_batch(batch)     # after its rows: a flag always means written
     t3 = time.perf_counter()
     return {"batch": batch, "rows": stop - start, "compute_s": t1 - t0,
-            "load_s": waited, "write_s": t3 - t1, "mark_s": t3 - t2,
+            "load_s": waited, "queued_s": queued, "computing": computing,
+            "write_s": t3 - t1, "mark_s": t3 - t2,
             "stage_s": written["copy_s"], "worker": _worker_name(),
             "backend": backend,
             "stored_bytes": written["bytes"], **(result.stats or {})}
@@ -269,6 +298,9 @@ class JobReport:
     compute_s: float = 0.0
     #: device seconds (CUDA events) of each GPU worker's batches
     gpu_s: Counter = field(default_factory=Counter)
+    #: each GPU worker's spans of wall-clock time (its own clock) during which a batch
+    #: of it computed: ``[(start, end), ...]``; batches computing at once overlap
+    computing: dict = field(default_factory=dict)
     #: seconds each worker spent writing its blocks
     worker_write_s: Counter = field(default_factory=Counter)
     stored_bytes: int = 0
@@ -296,10 +328,25 @@ class JobReport:
         return sum(self.worker_write_s.values())
 
     def gpu_busy(self) -> dict[str, float]:
-        """Fraction of the job's wall time each GPU worker's device was computing."""
+        """Fraction of the job's wall time during which each GPU worker had a batch
+        computing (batches computing at once count once); from the kernels' device
+        time where the spans are not known (Floyd-Warshall slabs)."""
         if self.seconds <= 0:
             return {}
-        return {w: min(1.0, s / self.seconds) for w, s in self.gpu_s.items()}
+        busy = {w: min(1.0, s / self.seconds) for w, s in self.gpu_s.items()}
+        for w, spans in self.computing.items():
+            busy[w] = min(1.0, _covered(spans) / self.seconds)
+        return busy
+
+
+def _covered(spans) -> float:
+    """Seconds covered by the union of ``(start, end)`` spans."""
+    total, end = 0.0, float("-inf")
+    for a, b in sorted(spans):
+        if b > end:
+            total += b - max(a, end)
+            end = b
+    return total
 
 
 class _Shares:
@@ -643,6 +690,9 @@ def run_job(graph: Graph, out, client, *, algorithm: str = "auto", backend: str 
             report.stored_bytes += stats["stored_bytes"]
             if "gpu_s" in stats:
                 report.gpu_s[stats["worker"]] += stats["gpu_s"]
+                if stats["computing"]:
+                    report.computing.setdefault(stats["worker"], []).append(
+                        tuple(stats["computing"]))
             report.seconds = time.perf_counter() - t0
             if time.perf_counter() - recorded_at >= PROGRESS_EVERY_S:
                 record()

@@ -28,6 +28,15 @@ DENSE_MAX_VERTICES = {"cpu": 4096, "gpu": 16384}
 #: Gnutella31 on nvidia-h200-x4, one GPU: 24-28k rows/s against 40-50k), the cost
 #: of four times as many chunk files (bench/write_path_notes.md).
 CHUNK_ELEMENTS = 8 * 2**20
+#: Elements of one Blosc block of the store's codec (LZ4 at its default level cuts a
+#: chunk into blocks of 2**17 elements, for 4- and 8-byte values alike; other levels
+#: into smaller powers of two).  What is left of a chunk after its whole blocks is one
+#: block of its own, compressed as a single stream (its whole blocks are cut into one
+#: stream per byte plane): on the GPU one warp compresses a stream, so a long leftover
+#: held up the whole kernel (a batch of 1,956 p2p-Gnutella31 rows in chunks of 4,288
+#: columns left 519,168 bytes, and its LZ4 kernel took 4.2 ms; one of 978 rows, whose
+#: leftover is not shuffled, 27 ms: bench/write_path_notes.md).
+BLOSC_BLOCK_ELEMENTS = 2**17
 
 
 @dataclass(frozen=True)
@@ -105,8 +114,8 @@ def choose_batch_size(graph: Graph, n_sources: int, *, backend: str, n_workers: 
     GPU batches use at most a quarter of the device memory and up to 8192 sources: a
     whole batch in flight is what fills the chip (on an H200 one batch of all 8114
     sources of p2p-Gnutella09 ran 1.4-1.6 times faster than four), and each GPU
-    worker gets two, so that its two threads overlap one batch's write with the
-    other's kernels.  The number of GPU batches is a multiple of the worker threads,
+    worker gets two, one for each batch that computes at once
+    (``pipeline.GPU_COMPUTING``); its other threads write batches meanwhile.  The number of GPU batches is a multiple of the worker threads,
     the batches as equal as can be (a 4-GPU job of p2p-Gnutella31 in batches of 2048,
     31 for 8 threads, waited 10% of its time on the threads that had a fifth).  CPU
     batches hold at most 64 MiB of distances, four per worker.
@@ -128,6 +137,12 @@ def choose_batch_size(graph: Graph, n_sources: int, *, backend: str, n_workers: 
 
 
 def column_chunk(n: int, batch_size: int) -> int:
-    """Columns per stored chunk, so a chunk holds about CHUNK_ELEMENTS values."""
-    cols = max(1024, CHUNK_ELEMENTS // batch_size)
-    return int(min(n, cols))
+    """Columns per stored chunk: about CHUNK_ELEMENTS values, and among the widths from
+    7/8 of that to it, the one whose chunk leaves the fewest values after its whole
+    Blosc blocks (:data:`BLOSC_BLOCK_ELEMENTS`), the widest of those."""
+    target = max(1024, CHUNK_ELEMENTS // max(batch_size, 1))
+    if target >= n:
+        return int(n)
+    widths = np.arange(target - target // 8, target + 1, dtype=np.int64)
+    left = widths * batch_size % BLOSC_BLOCK_ELEMENTS
+    return int(widths[np.lexsort((-widths, left))[0]])

@@ -53,14 +53,15 @@ __all__ = ["write_block", "write_chunk", "write_threads", "store_threads", "gpu_
 #: GPUs 139.5, 142.8, 130.7, 123.8 and 116.3 ms.  Fewer threads wrote the batch's files
 #: no slower (they share its directory) and held less of the interpreter lock that the
 #: batches' kernel launches wait on (bench/write_path_notes.md).
-STORE_THREADS = 2
+STORE_THREADS = 4
 
 _POOLS: dict[str, ThreadPoolExecutor] = {}
 _POOL_LOCK = threading.Lock()
 _SHUFFLE = {"noshuffle": 0, "shuffle": 1, "bitshuffle": 2}
 
 
-def _threads_from_env(name: str) -> int | None:
+def positive_from_env(name: str) -> int | None:
+    """The positive integer in the environment variable ``name``; None where unset."""
     env = os.environ.get(name)
     if not env:
         return None
@@ -75,7 +76,7 @@ def _threads_from_env(name: str) -> int | None:
 
 def write_threads() -> int:
     """Threads that compress chunks on the host and store them (``MGAPSP_WRITE_THREADS``)."""
-    n = _threads_from_env("MGAPSP_WRITE_THREADS")
+    n = positive_from_env("MGAPSP_WRITE_THREADS")
     if n is not None:
         return n
     try:
@@ -100,7 +101,7 @@ def gpu_compress() -> bool:
 
 def store_threads() -> int:
     """Threads that store chunk frames made on the GPU (``MGAPSP_STORE_THREADS``)."""
-    n = _threads_from_env("MGAPSP_STORE_THREADS")
+    n = positive_from_env("MGAPSP_STORE_THREADS")
     return n if n is not None else min(STORE_THREADS, write_threads())
 
 

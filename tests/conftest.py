@@ -56,12 +56,16 @@ def cpu_client():
 
 @pytest.fixture(scope="session")
 def gpu_client():
-    """A real LocalCUDACluster, one worker per visible GPU (device tests only)."""
+    """A real LocalCUDACluster, one worker per visible GPU with the threads of
+    mgapsp's embedded clusters (device tests only)."""
     if cuda_device_count() == 0:
         pytest.skip("no CUDA device visible")
     from dask_cuda import LocalCUDACluster
     from distributed import Client
 
-    with LocalCUDACluster(dashboard_address=None, host="127.0.0.1") as cluster:
+    from mgapsp.cluster import GPU_WORKER_THREADS
+
+    with LocalCUDACluster(dashboard_address=None, host="127.0.0.1",
+                          threads_per_worker=GPU_WORKER_THREADS) as cluster:
         with Client(cluster) as client:
             yield client

@@ -104,6 +104,17 @@ def test_slurm_worker_command_joins_a_real_scheduler(slurm, tmp_path):
             proc.wait(timeout=30)
 
 
+def test_scheduler_file_recipe_gpu_workers_run_mgapsp_threads():
+    """The scheduler-file recipe's GPU workers (not run here: no GPU in CI) get the
+    threads and the preload of mgapsp's own clusters."""
+    from mgapsp.cluster import GPU_WORKER_THREADS
+
+    script = (REPO / "cluster" / "start-cluster.sh").read_text()
+    start = script.index("dask cuda worker")
+    line = script[start:script.index("&", start)]
+    assert f"--nthreads {GPU_WORKER_THREADS}" in line and "--preload mgapsp.worker" in line
+
+
 def test_kubernetes_manifests():
     docs = []
     for path in sorted((REPO / "cluster" / "kubernetes").glob("*.yaml")):
@@ -117,6 +128,11 @@ def test_kubernetes_manifests():
     assert worker["args"][:3] == ["dask", "cuda", "worker"]
     assert worker["resources"]["limits"]["nvidia.com/gpu"] == 1
     assert "--memory-limit" in worker["args"]
+    from mgapsp.cluster import GPU_WORKER_THREADS
+
+    at = worker["args"].index("--nthreads")
+    assert worker["args"][at + 1] == str(GPU_WORKER_THREADS)
+    assert worker["args"][worker["args"].index("--preload") + 1] == "mgapsp.worker"
     # The job attaches to the cluster's scheduler service and writes to the shared volume.
     job = kinds["Job"]["spec"]["template"]["spec"]["containers"][0]
     command = " ".join(job["args"])

@@ -71,6 +71,30 @@ def test_every_gpu_receives_batches(gpu_client, data_dir, tmp_path):
     assert verify_store(tmp_path / "multi.zarr", samples=128).ok
 
 
+def test_at_most_gpu_computing_batches_compute_at_once(gpu_client, data_dir, tmp_path):
+    """A GPU worker runs more batches than compute at once: on each worker the spans
+    during which its batches computed overlap GPU_COMPUTING deep at most, and reach
+    it (the other threads wrote meanwhile); the store is right."""
+    from mgapsp.pipeline import GPU_COMPUTING
+
+    graph = mgapsp.read_graph(data_dir / "p2p-Gnutella09.txt")
+    report = run_job(graph, tmp_path / "slots.zarr", gpu_client, batch_size=256)
+    assert report.batches_run == report.plan.n_batches
+    depth = {}
+    for worker, spans in report.computing.items():
+        # at equal times an end comes before a start: touching spans do not overlap
+        events = sorted([(a, 1) for a, _ in spans] + [(b, -1) for _, b in spans])
+        now = deepest = 0
+        for _, step in events:
+            now += step
+            deepest = max(deepest, now)
+        depth[worker] = deepest
+    assert set(depth) == set(report.per_worker)
+    assert max(depth.values()) == GPU_COMPUTING, depth
+    assert any(b["queued_s"] > 0 for b in report.batches)
+    assert verify_store(tmp_path / "slots.zarr", samples=128).ok
+
+
 def test_gpus_option_picks_devices(data_dir, tmp_path):
     """--gpus 1 on a machine with several GPUs: one worker, on device 1."""
     if cuda_device_count() < 2:
@@ -105,8 +129,11 @@ def test_dashboard_shows_batches_and_gpus(data_dir, tmp_path):
     from distributed import Client, get_task_stream
     from dask_cuda import LocalCUDACluster
 
+    from mgapsp.cluster import GPU_WORKER_THREADS
+
     g = mgapsp.read_graph(data_dir / "p2p-Gnutella08.txt")
-    with LocalCUDACluster(dashboard_address="127.0.0.1:0", threads_per_worker=2) as cluster, \
+    with LocalCUDACluster(dashboard_address="127.0.0.1:0",
+                          threads_per_worker=GPU_WORKER_THREADS) as cluster, \
             Client(cluster) as client:
         with get_task_stream(client) as ts:
             report = run_job(g, tmp_path / "dash.zarr", client, batch_size=512)

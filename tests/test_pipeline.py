@@ -288,9 +288,9 @@ def test_job_after_a_failed_job_on_the_same_client(cpu_client, data_dir, tmp_pat
 @pytest.mark.parametrize("workers", [1, 2, 3, 4, 8])
 @pytest.mark.parametrize("n_sources", [62586, 1_000_000, 4097, 100])
 def test_gpu_batches_divide_among_worker_threads(data_dir, workers, n_sources):
-    """The planner's GPU batches come in a multiple of the worker threads (two per
+    """The planner's GPU batches come in a multiple of the computing slots (two per
     GPU worker) and the last is short by fewer rows than there are batches, so that
-    the last wave keeps every thread busy; memory still caps them."""
+    the last wave keeps every slot busy; memory still caps them."""
     from mgapsp.plan import choose_batch_size
 
     graph = mgapsp.read_graph(data_dir / "karate.mtx")
@@ -305,6 +305,53 @@ def test_gpu_batches_divide_among_worker_threads(data_dir, workers, n_sources):
     capped = choose_batch_size(graph, n_sources, backend="gpu", n_workers=workers,
                                bytes_per_row=4 * 62586, memory=4 * 62586 * 4 * 100)
     assert capped <= 100
+
+
+@pytest.mark.parametrize("n", [62586, 1_000_000, 5000, 1000])
+@pytest.mark.parametrize("batch", [1956, 978, 3912, 2048, 489, 1000, 1, 8192])
+def test_column_chunk_leaves_little_of_a_blosc_block(n, batch):
+    """A chunk is about CHUNK_ELEMENTS values, its width within 7/8 of that and no
+    more, chosen for the fewest values left after its whole Blosc blocks (the widest
+    such); a graph narrower than that is one chunk wide."""
+    from mgapsp.plan import BLOSC_BLOCK_ELEMENTS, CHUNK_ELEMENTS, column_chunk
+
+    cc = column_chunk(n, batch)
+    target = max(1024, CHUNK_ELEMENTS // batch)
+    if target >= n:
+        assert cc == n
+        return
+    assert target - target // 8 <= cc <= target
+    left = [(w * batch % BLOSC_BLOCK_ELEMENTS, -w)
+            for w in range(target - target // 8, target + 1)]
+    assert (cc * batch % BLOSC_BLOCK_ELEMENTS, -cc) == min(left)
+    if batch in (1956, 978, 3912):      # p2p-Gnutella31's batches: a few KB left
+        assert cc * batch % BLOSC_BLOCK_ELEMENTS < 1024
+
+
+def test_gpu_computing_from_environment(monkeypatch):
+    from mgapsp import pipeline
+
+    monkeypatch.delenv("MGAPSP_GPU_COMPUTING", raising=False)
+    assert pipeline.gpu_computing() == pipeline.GPU_COMPUTING
+    monkeypatch.setenv("MGAPSP_GPU_COMPUTING", "3")
+    assert pipeline.gpu_computing() == 3
+    for bad in ("0", "two", "-1"):
+        monkeypatch.setenv("MGAPSP_GPU_COMPUTING", bad)
+        with pytest.raises(ValueError, match="MGAPSP_GPU_COMPUTING must be"):
+            pipeline.gpu_computing()
+
+
+def test_gpu_busy_counts_overlapping_batches_once():
+    """A GPU worker's busy fraction is the union of its batches' computing spans over
+    the job's wall time: two batches computing at once count once."""
+    from mgapsp.pipeline import JobReport
+
+    report = JobReport(plan=None, store=None, seconds=10.0)
+    report.gpu_s.update({"a": 9.0, "b": 1.0})
+    report.computing = {"a": [(100.0, 104.0), (101.0, 105.0), (107.0, 108.0)]}
+    busy = report.gpu_busy()
+    assert busy["a"] == pytest.approx(0.6)      # 100-105 and 107-108
+    assert busy["b"] == pytest.approx(0.1)      # spans unknown: its kernels' time
 
 
 def test_shares_follow_threads_then_even_out():

@@ -29,8 +29,8 @@ import numpy as np
 
 import mgapsp
 from mgapsp.api import resolve_backend
-from mgapsp.cluster import connect, gpu_count
-from mgapsp.pipeline import run_job
+from mgapsp.cluster import GPU_WORKER_THREADS, connect, gpu_count
+from mgapsp.pipeline import GPU_COMPUTING, run_job
 from mgapsp.writer import store_threads, write_threads
 
 
@@ -47,9 +47,10 @@ def measure(graph, backend, workers, sources, batch_size, scratch, compression="
     with connect(backend=backend, n_workers=workers, dashboard=False) as client:
         client.wait_for_workers(workers, timeout=120)
         # Warm-up: compile kernels, load the graph and grow the buffers of every
-        # worker thread (two batches each, as GPU workers run two threads).
+        # worker thread (a batch each).
+        per_worker = GPU_WORKER_THREADS if backend == "gpu" else 1
         run_job(graph, scratch / "warm.zarr", client, backend=backend, overwrite=True,
-                sources=sources[:batch_size * workers * 2], batch_size=batch_size)
+                sources=sources[:batch_size * workers * per_worker], batch_size=batch_size)
         reports = []
         for _ in range(repeats):
             # each job starts with no earlier job's data waiting to be written back: a
@@ -114,8 +115,8 @@ def main(argv=None) -> int:
                         help="rows per job (default: every vertex)")
     parser.add_argument("--batch-size", type=int, default=None,
                         help="rows per batch at every point (default, GPU: at most 2048, "
-                             "the same number of batches for each thread of the largest "
-                             "point; CPU: 64)")
+                             "the same number of batches for each computing slot of the "
+                             "largest point; CPU: 64)")
     parser.add_argument("--compression", default="lz4", choices=["lz4", "zstd", "none"])
     parser.add_argument("--repeats", type=int, default=3,
                         help="timed jobs per point and round; the median counts (default 3)")
@@ -135,10 +136,10 @@ def main(argv=None) -> int:
         batch = args.batch_size
     elif backend == "gpu":
         # one batch size for every point: at most 2048 rows, in a whole number of
-        # batches per thread (two per GPU worker) at the largest point
-        threads = 2 * max(counts)
+        # batches per computing slot (GPU_COMPUTING per GPU) at the largest point
+        threads = GPU_COMPUTING * max(counts)
         batches = -(-len(sources) // 2048)               # of at most 2048 rows
-        batches = -(-batches // threads) * threads      # a multiple of the threads
+        batches = -(-batches // threads) * threads      # a multiple of the slots
         batch = -(-len(sources) // batches)
     else:
         batch = 64
