@@ -1,13 +1,16 @@
 """Where a multi-GPU job's wall time goes: Dask's task stream around each job (a probe).
 
-    python3 bench/scaling_probe.py tests/data/p2p-Gnutella31.txt --workers 1,4 --threads 2
+    python3 bench/scaling_probe.py tests/data/p2p-Gnutella31.txt --workers 1,4 \
+        --variants slots-2,whole-2
 
 For each worker count: a ``LocalCUDACluster`` as ``mgapsp.cluster.connect`` makes it,
 but with ``--threads`` threads per GPU worker; a warm-up job, then ``--repeats`` timed
-jobs inside ``get_task_stream``.  Per job it prints the wall time, the head (the
+jobs per variant (``--variants``, see ``use_variant``; the jobs take them in turn)
+inside ``get_task_stream``.  Per job it prints the wall time, the head (the
 client's start to the first batch's start), the tail (the last batch's end to the
-job's return, the final store record included and also shown), the mean batch, the mean gap between
-a thread's batches, and the batches per worker; then the medians per worker count.
+job's return, the final store record included and also shown), the mean batch, the
+mean gap between a thread's batches, how the workers end (``ends``) and the batches per
+worker; then the medians per worker count and variant.
 """
 from __future__ import annotations
 
@@ -24,6 +27,7 @@ import numpy as np
 
 import mgapsp
 from mgapsp import pipeline, writer
+from mgapsp.cluster import GPU_WORKER_THREADS
 from mgapsp.pipeline import run_job
 from mgapsp.plan import CHUNK_ELEMENTS
 
@@ -254,7 +258,8 @@ def main(argv=None):
     p = argparse.ArgumentParser()
     p.add_argument("graph")
     p.add_argument("--workers", default="1,2,4")
-    p.add_argument("--threads", type=int, default=2, help="threads per GPU worker")
+    p.add_argument("--threads", type=int, default=GPU_WORKER_THREADS,
+                   help="threads per GPU worker (default: mgapsp.cluster's)")
     p.add_argument("--batch-size", type=int, default=0,
                    help="0: at most 2048 rows, a whole number of batches per thread "
                         "at the largest worker count (as the scaling report)")

@@ -3,8 +3,8 @@
     python3 bench/worker_probe.py tests/data/p2p-Gnutella31.txt --batch-size 2048
 
 Plans the job as ``run_job`` does, creates its store, and runs every batch through
-``pipeline.run_batch`` (the worker task itself) on a pool of two threads, as a GPU
-worker does.  Prints the wall time, rows/s and, summed over
+``pipeline.run_batch`` (the worker task itself) on a pool of ``--threads`` threads, as
+a GPU worker does (``mgapsp.cluster.GPU_WORKER_THREADS``).  Prints the wall time, rows/s and, summed over
 batches, the compute and write seconds.
 """
 from __future__ import annotations
@@ -20,6 +20,7 @@ import numpy as np
 
 import mgapsp
 from mgapsp import pipeline
+from mgapsp.cluster import GPU_WORKER_THREADS
 from mgapsp.store import Store
 
 
@@ -27,7 +28,7 @@ def main(argv=None):
     p = argparse.ArgumentParser()
     p.add_argument("graph")
     p.add_argument("--batch-size", type=int, default=2048)
-    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--threads", type=int, default=GPU_WORKER_THREADS)
     p.add_argument("--repeats", type=int, default=3)
     args = p.parse_args(argv)
     import cupy

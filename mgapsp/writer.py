@@ -48,11 +48,12 @@ __all__ = ["write_block", "write_chunk", "write_threads", "store_threads", "gpu_
            "update_attributes", "STORE_THREADS"]
 
 #: threads of a process that store frames made on its GPU.  On nvidia-h200-x4 (all rows
-#: of p2p-Gnutella31, batches of 1,956, two batch threads per GPU, median of 5 jobs):
-#: with 16, 6, 4, 3 and 2 such threads one GPU took 475, 427, 402, 374 and 373 ms, four
-#: GPUs 139.5, 142.8, 130.7, 123.8 and 116.3 ms.  Fewer threads wrote the batch's files
-#: no slower (they share its directory) and held less of the interpreter lock that the
-#: batches' kernel launches wait on (bench/write_path_notes.md).
+#: of p2p-Gnutella31, batches of 1,956, median of 5 jobs): with two batch threads per
+#: GPU, 16, 6, 4, 3 and 2 such threads took one GPU 475, 427, 402, 374 and 373 ms, four
+#: GPUs 139.5, 142.8, 130.7, 123.8 and 116.3 ms (they hold the interpreter lock that the
+#: batches' kernel launches wait on); with four batch threads, two of them computing,
+#: 2, 4 and 8 took four GPUs 115.6, 106.0 and (another call) 117.9 against 119.3 ms,
+#: one GPU the same (bench/write_path_notes.md).
 STORE_THREADS = 4
 
 _POOLS: dict[str, ThreadPoolExecutor] = {}

@@ -182,8 +182,9 @@ def main(argv=None) -> int:
              f"{rounds}, each job after a warm-up job on the same cluster and with the "
              "page cache written back.  Setup, before the batches and not in the rows/s "
              "(workers probed, the previous job's store removed, the new one created "
-             "with the graph): median shown.  GPU busy: each worker's kernel time (CUDA "
-             "events) over the wall time.", "",
+             "with the graph): median shown.  GPU busy: the share of the wall time during "
+             "which each worker had a batch computing (batches computing at once count "
+             "once).", "",
              "| workers | rows/s | speed-up | seconds | setup s | batches of "
              "| GPU busy (per worker) | threads storing, compressing per worker | stored |",
              "|---|---|---|---|---|---|---|---|---|"]
