@@ -96,9 +96,9 @@ def connect(*, scheduler: str | None = None, scheduler_file: str | None = None,
     default it uses every visible one (``CUDA_VISIBLE_DEVICES`` respected).  Each
     GPU worker runs :data:`GPU_WORKER_THREADS` threads, so that batches' copies back
     and Zarr writes overlap other batches' kernels, and advertises the resource
-    ``GPU=1``.  ``cpu_workers``
-    adds that many single-threaded CPU workers (no GPU visible) beside the GPU ones:
-    each takes batches at its own pace with the CPU backend.
+    ``GPU=1``.  ``cpu_workers`` adds that many single-threaded CPU workers (no GPU
+    visible) beside the GPU ones: each takes batches at its own pace with the CPU
+    backend.
     """
     from distributed import Client
 
@@ -124,7 +124,8 @@ def connect(*, scheduler: str | None = None, scheduler_file: str | None = None,
 
             if gpus is not None:
                 options["CUDA_VISIBLE_DEVICES"] = parse_gpus(gpus)
-            cluster = LocalCUDACluster(n_workers=n_workers, threads_per_worker=GPU_WORKER_THREADS,
+            cluster = LocalCUDACluster(n_workers=n_workers,
+                                       threads_per_worker=GPU_WORKER_THREADS,
                                        resources={"GPU": 1}, **options)
         else:
             from distributed import LocalCluster

@@ -115,8 +115,9 @@ def choose_batch_size(graph: Graph, n_sources: int, *, backend: str, n_workers: 
     whole batch in flight is what fills the chip (on an H200 one batch of all 8114
     sources of p2p-Gnutella09 ran 1.4-1.6 times faster than four), and each GPU
     worker gets two, one for each batch that computes at once
-    (``pipeline.GPU_COMPUTING``); its other threads write batches meanwhile.  The number of GPU batches is a multiple of the worker threads,
-    the batches as equal as can be (a 4-GPU job of p2p-Gnutella31 in batches of 2048,
+    (``pipeline.GPU_COMPUTING``); its other threads write batches meanwhile.  The
+    number of GPU batches is a multiple of those computing slots, the batches as
+    equal as can be (a 4-GPU job of p2p-Gnutella31 in batches of 2048,
     31 for 8 threads, waited 10% of its time on the threads that had a fifth).  CPU
     batches hold at most 64 MiB of distances, four per worker.
     """
