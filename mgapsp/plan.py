@@ -113,7 +113,7 @@ def choose_batch_size(graph: Graph, n_sources: int, *, backend: str, n_workers: 
 
     GPU batches use at most a quarter of the device memory (two compute at once; the
     others a worker runs meanwhile hold only their blocks and the writer's scratch,
-    less than their kernels' state) and up to 8192 sources: a
+    a part of a batch's size without its kernels' state) and up to 8192 sources: a
     whole batch in flight is what fills the chip (on an H200 one batch of all 8114
     sources of p2p-Gnutella09 ran 1.4-1.6 times faster than four), and each GPU
     worker gets two, one for each batch that computes at once
