@@ -21,6 +21,7 @@ import shutil
 import tempfile
 import time
 from collections import deque
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -166,8 +167,7 @@ def _worker_variant(parts: list[str]) -> None:
     want = store[0] if store else wr.store_threads()
     pool = wr._POOLS.get("store")
     if pool is None or pool._max_workers != want:
-        wr._POOLS["store"] = __import__("concurrent.futures").futures.ThreadPoolExecutor(
-            want, thread_name_prefix="mgapsp-store")
+        wr._POOLS["store"] = ThreadPoolExecutor(want, thread_name_prefix="mgapsp-store")
     for part in parts:
         if part.startswith("frames-"):
             staging.FRAME_GROUP_BYTES = int(part.split("-")[1]) * 2**20
@@ -234,24 +234,18 @@ def parts_by_position(tasks, batches) -> list[dict]:
     return out
 
 
-def ends(tasks, batches, seconds: float) -> dict:
+def ends(tasks, batches) -> dict:
     """How the workers end: ``spread_s`` between the first and the last worker's last
-    batch, ``drain_s`` from the last worker's last kernels to its last batch's end,
-    ``computing`` the mean fraction of the job each worker had a batch computing
-    (from its slot to its kernels' end)."""
+    batch, ``drain_s`` from the last worker's last kernels to its last batch's end."""
     stats = {s["batch"]: s for s in batches}
     by_worker: dict = {}
     for t in tasks:
         s = stats[int(t["key"].split("-")[2])]
-        a = t["start"] + s.get("queued_s", 0.0) + s.get("load_s", 0.0)
-        by_worker.setdefault(t["worker"], []).append(
-            (a, t["start"] + s["compute_s"], t["stop"]))
-    last = {w: max(x[2] for x in v) for w, v in by_worker.items()}
+        by_worker.setdefault(t["worker"], []).append((t["start"] + s["compute_s"], t["stop"]))
+    last = {w: max(stop for _, stop in v) for w, v in by_worker.items()}
     slowest = max(last, key=last.get)
     return {"spread_s": max(last.values()) - min(last.values()),
-            "drain_s": last[slowest] - max(x[1] for x in by_worker[slowest]),
-            "computing": float(np.mean([pipeline._covered([(a, b) for a, b, _ in v]) / seconds
-                                        for v in by_worker.values()]))}
+            "drain_s": last[slowest] - max(end for end, _ in by_worker[slowest])}
 
 
 def main(argv=None):
@@ -328,7 +322,7 @@ def main(argv=None):
                 line = timeline(ts.data, t0, t_end)
                 line["parts"] = parts_by_position(line["tasks"], rep.batches)
                 line["batches"] = rep.batches
-                line.update(ends(line["tasks"], rep.batches, rep.seconds))
+                line.update(ends(line["tasks"], rep.batches))
                 last_stop = rep.seconds - line["tail_s"]
                 line.update(first_sent_s=rep.marks["first_sent"],
                             window_sent_s=rep.marks["window_sent"],
@@ -348,7 +342,7 @@ def main(argv=None):
                       f"setup {line['setup_s'] * 1e3:.1f}, "
                       f"batch {line['batch_s'] * 1e3:.1f}, "
                       f"gap {line['gap_s'] * 1e3:.1f} ms, GPU busy {line['gpu_busy']:.0%}, "
-                      f"computing {line['computing']:.0%}, ends {line['spread_s'] * 1e3:.1f} "
+                      f"ends {line['spread_s'] * 1e3:.1f} "
                       f"apart, drain {line['drain_s'] * 1e3:.1f} ms, "
                       f"per worker {line['per_worker']}", flush=True)
             for variant in sorted({x["variant"] for x in runs}):
@@ -358,8 +352,7 @@ def main(argv=None):
                     key: float(np.median([x[key] for x in mine]))
                     for key in ("seconds", "head_s", "tail_s", "record_s", "batch_s",
                                 "gap_s", "gpu_busy", "result_s", "first_sent_s",
-                                "window_sent_s", "setup_s", "spread_s", "drain_s",
-                                "computing")}
+                                "window_sent_s", "setup_s", "spread_s", "drain_s")}
             if args.out:
                 Path(args.out).mkdir(parents=True, exist_ok=True)
                 (Path(args.out) / f"probe-{k}x{args.threads}-b{batch}.json").write_text(
@@ -383,7 +376,7 @@ def main(argv=None):
               f"(result {m['result_s'] * 1e3:.1f}, record {m['record_s'] * 1e3:.1f}), "
               f"setup {m['setup_s'] * 1e3:.1f}, "
               f"batch {m['batch_s'] * 1e3:.1f}, gap {m['gap_s'] * 1e3:.1f} ms, "
-              f"GPU busy {m['gpu_busy']:.0%}, computing {m['computing']:.0%}, ends "
+              f"GPU busy {m['gpu_busy']:.0%}, ends "
               f"{m['spread_s'] * 1e3:.1f} apart, drain {m['drain_s'] * 1e3:.1f} ms",
               flush=True)
     shutil.rmtree(scratch, ignore_errors=True)
