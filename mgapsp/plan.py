@@ -23,11 +23,15 @@ DTYPES = ("float32", "float64")
 DENSE_FRACTION = 0.1
 #: Largest graph for which auto picks Floyd-Warshall: the n*n matrix stays small.
 DENSE_MAX_VERTICES = {"cpu": 4096, "gpu": 16384}
-#: Target size of one stored chunk, in elements (32 MiB of float32).  8 MiB chunks
-#: compressed faster in a bare thread pool but made whole GPU jobs slower (p2p-
-#: Gnutella31 on nvidia-h200-x4, one GPU: 24-28k rows/s against 40-50k), the cost
-#: of four times as many chunk files (bench/write_path_notes.md).
-CHUNK_ELEMENTS = 8 * 2**20
+#: Target size of one stored chunk, in elements (64 MiB of float32).  Each chunk is
+#: a file, and what a file costs a worker grows with the workers writing beside it:
+#: on nvidia-h200-x4, 1.4 MB of frames took 0.7-0.9 ms to store with one GPU writing
+#: and 1.3-2.1 ms with four.  Chunks of 2**24 values against 2**23 made all of
+#: p2p-Gnutella31 on four GPUs 5-9% faster (two GPUs 2-6%), a batch's files stored
+#: in 4-5 ms against 6-9; 2**21 made whole GPU jobs slower still (one GPU: 24-28k
+#: rows/s against 40-50k).  A row read decompresses a batch's row of chunks either
+#: way (bench/write_path_notes.md).
+CHUNK_ELEMENTS = 16 * 2**20
 #: Elements of one Blosc block of the store's codec (LZ4 at its default level cuts a
 #: chunk into blocks of 2**17 elements, for 4- and 8-byte values alike; other levels
 #: into smaller powers of two).  What is left of a chunk after its whole blocks is one
