@@ -1,15 +1,18 @@
 """Device time of each kernel of the GPU Blosc encoder on one batch's block (a probe).
 
-    python3 bench/encode_probe.py tests/data/p2p-Gnutella31.txt 1956 978
+    python3 bench/encode_probe.py tests/data/p2p-Gnutella31.txt 1956 978 \
+        [--first 60630] [--blocks 0,128,32]
 
-For each batch size: the block of the first rows of the graph (Bellman-Ford on the GPU),
-cut into the store's chunks (``plan.column_chunk``) and compressed by
+For each batch size: the block of the rows from ``--first`` on (Bellman-Ford on the
+GPU), cut into the store's chunks (``plan.column_chunk``) and compressed by
 ``blosc.encode_chunks``: its time (CUDA events, median of 5 after a warm-up), then each
 kernel's time with a wait after each, and the copy of the frames to pinned memory.
+With ``--blocks``, each Blosc block size in turn (KB; 0: the encoder's own), every
+frame decoded again by numcodecs and compared with its chunk.
 """
 from __future__ import annotations
 
-import sys
+import argparse
 import time
 
 import cupy
@@ -40,41 +43,73 @@ class _Timed:
 
 
 def main(argv=None):
-    argv = sys.argv[1:] if argv is None else argv
-    g = mgapsp.read_graph(argv[0])
+    p = argparse.ArgumentParser()
+    p.add_argument("graph")
+    p.add_argument("rows", nargs="*", type=int, default=[1956])
+    p.add_argument("--first", type=int, default=0, help="the block's first source")
+    p.add_argument("--blocks", default="0",
+                   help="comma-separated Blosc block sizes in KB (0: the encoder's own)")
+    args = p.parse_args(argv)
+    g = mgapsp.read_graph(args.graph)
     gpu = pipeline.get_backend("gpu")
-    untimed = blosc._kernel
-    for rows in map(int, argv[1:] or ["1956"]):
-        res = gpu.distances(g, np.arange(rows), algorithm="bellman-ford", dtype=np.float32,
-                            device=True)
+    untimed, own = blosc._kernel, blosc.blocksize
+    for rows in args.rows:
+        res = gpu.distances(g, np.arange(args.first, min(g.n, args.first + rows)),
+                            algorithm="bellman-ford", dtype=np.float32, device=True)
         block = cupy.ascontiguousarray(res.distances)
+        rows = block.shape[0]
         cc = column_chunk(g.n, rows)
         count = -(-g.n // cc)
-        blosc._kernel = untimed
-        totals = []
-        for _ in range(6):
-            a, b = cupy.cuda.Event(), cupy.cuda.Event()
-            a.record()
-            frames, _ = blosc.encode_chunks(block, rows, cc, 0, count, np.inf, 5)
-            b.record()
-            b.synchronize()
-            totals.append(cupy.cuda.get_elapsed_time(a, b))
-        times: dict = {}
-        blosc._kernel = lambda name, file: _Timed(name, untimed(name, file), times)
-        for _ in range(5):
-            frames, _ = blosc.encode_chunks(block, rows, cc, 0, count, np.inf, 5)
-        blosc._kernel = untimed
-        host = np.ndarray((frames.nbytes,), np.uint8,
-                          buffer=cupy.cuda.alloc_pinned_memory(frames.nbytes))
-        copies = []
-        for _ in range(5):
-            t = time.perf_counter()
-            frames.get(out=host, blocking=True)
-            copies.append(time.perf_counter() - t)
-        print(f"{rows} rows, {count} chunks of {rows} x {cc}: encode_chunks "
-              f"{np.median(totals[1:]):.2f} ms, {frames.nbytes / 2**20:.1f} MiB of frames; "
-              "kernels " + ", ".join(f"{k} {np.median(v):.2f}" for k, v in times.items())
-              + f" ms; copy to pinned memory {np.median(copies) * 1e3:.2f} ms", flush=True)
+        for kb in map(int, args.blocks.split(",")):
+            blosc.blocksize = own if not kb else (
+                lambda nbytes, ts, cl, _b=kb * 1024: min(_b, nbytes) if nbytes >= _b
+                else own(nbytes, ts, cl))
+            blosc.frame_layout.cache_clear()
+            _measure(block, rows, cc, count, kb, untimed)
+        blosc.blocksize = own
+        blosc.frame_layout.cache_clear()
+
+
+def _measure(block, rows, cc, count, kb, untimed):
+    from numcodecs import Blosc
+
+    blosc._kernel = untimed
+    totals = []
+    for _ in range(6):
+        a, b = cupy.cuda.Event(), cupy.cuda.Event()
+        a.record()
+        frames, starts = blosc.encode_chunks(block, rows, cc, 0, count, np.inf, 5)
+        b.record()
+        b.synchronize()
+        totals.append(cupy.cuda.get_elapsed_time(a, b))
+    times: dict = {}
+    blosc._kernel = lambda name, file: _Timed(name, untimed(name, file), times)
+    for _ in range(5):
+        frames, starts = blosc.encode_chunks(block, rows, cc, 0, count, np.inf, 5)
+    blosc._kernel = untimed
+    host = np.ndarray((frames.nbytes,), np.uint8,
+                      buffer=cupy.cuda.alloc_pinned_memory(frames.nbytes))
+    copies = []
+    for _ in range(5):
+        t = time.perf_counter()
+        frames.get(out=host, blocking=True)
+        copies.append(time.perf_counter() - t)
+    # every frame decodes to its chunk (padded past the block's last column)
+    whole = block.get()
+    n = whole.shape[1]
+    for k in range(count):
+        got = np.frombuffer(Blosc().decode(host[starts[k]:starts[k + 1]]), np.float32)
+        want = np.full((rows, cc), np.inf, np.float32)
+        part = whole[:, k * cc:min(n, (k + 1) * cc)]
+        want[:, :part.shape[1]] = part
+        if not np.array_equal(got.reshape(rows, cc), want):
+            raise SystemExit(f"chunk {k} of blocks of {kb} KB does not decode to its values")
+    print(f"{rows} rows, {count} chunks of {rows} x {cc}, blocks "
+          f"{blosc.frame_layout(rows * cc * 4, 4, 5).blocksize // 1024} KB: encode_chunks "
+          f"{np.median(totals[1:]):.2f} ms, {frames.nbytes / 2**20:.1f} MiB of frames "
+          f"(ratio {block.nbytes / frames.nbytes:.1f}); kernels "
+          + ", ".join(f"{k} {np.median(v):.2f}" for k, v in times.items())
+          + f" ms; copy to pinned memory {np.median(copies) * 1e3:.2f} ms; decoded", flush=True)
 
 
 if __name__ == "__main__":

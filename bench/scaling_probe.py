@@ -10,7 +10,11 @@ inside ``get_task_stream``.  Per job it prints the wall time, the head (the
 client's start to the first batch's start), the tail (the last batch's end to the
 job's return, the final store record included and also shown), the mean batch, the
 mean gap between a thread's batches, how the workers end (``ends``) and the batches per
-worker; then the medians per worker count and variant.
+worker; then the medians per worker count and variant.  With ``--trace`` the workers
+also time each batch's steps (``trace_batches``: its wait for a computing slot,
+kernels, frames and the encoder in them, pinned buffer, storing queue, files, flag)
+and record their garbage collections; the probe prints the slow frames of each job,
+the steps' medians and one worker's batches in time order.
 """
 from __future__ import annotations
 
@@ -69,9 +73,12 @@ def _context_flags(flags: int) -> int:
     back (0 auto, 1 spin, 2 yield, 4 blocking sync)."""
     import ctypes
 
-    import cupy
+    try:
+        import cupy
 
-    cuda = ctypes.CDLL("libcuda.so.1")
+        cuda = ctypes.CDLL("libcuda.so.1")
+    except (ImportError, OSError):      # a dry run without a GPU
+        return -1
     dev = cupy.cuda.runtime.getDevice()
     err = cuda.cuDevicePrimaryCtxSetFlags_v2(ctypes.c_int(dev), ctypes.c_uint(flags))
     got, active = ctypes.c_uint(), ctypes.c_int()
@@ -102,12 +109,25 @@ def use_variant(name: str, client=None) -> None:
       the GPU instead of spinning (``CU_CTX_SCHED_BLOCKING_SYNC``);
     - ``store-<k>``: ``k`` threads store the frames made on each GPU;
     - ``inflight-<k>``: ``k`` batches in flight per worker thread
-      (``pipeline.IN_FLIGHT_PER_THREAD``).
+      (``pipeline.IN_FLIGHT_PER_THREAD``);
+    - ``noprofile``: the workers' statistical profiler stopped (it walks every busy
+      thread's stack every 10 ms on the worker's event loop, holding the GIL);
+    - ``switch-<us>``: the workers' switch interval in microseconds (else
+      ``mgapsp.worker.SWITCH_INTERVAL_S``);
+    - ``chunks-x<k>``: stored chunks of ``k`` times the values (fewer, larger files);
+    - ``prio``: a batch's frames made on a stream of the highest priority, so that
+      its kernels go before those of the batches computing;
+    - ``blocks-<KB>``: Blosc blocks of that many KB in the frames made on the GPU
+      (the encoder's default: 512 KB at level 5 for 4-byte values).
 
     Variants join with ``+`` (``whole-2+frames-128``)."""
     parts = name.split("+")
     pipeline._Shares = _ContiguousShares if "contiguous" in parts else _DEALT
     pipeline.column_chunk = _plain_chunks if "plain-chunks" in parts else _CHUNKS
+    from mgapsp import plan
+
+    scale = [int(p.split("-x")[1]) for p in parts if p.startswith("chunks-x")]
+    plan.CHUNK_ELEMENTS = CHUNK_ELEMENTS * (scale[0] if scale else 1)
     inflight = [int(p.split("-")[1]) for p in parts if p.startswith("inflight-")]
     pipeline.IN_FLIGHT_PER_THREAD = inflight[0] if inflight else _IN_FLIGHT
     writer.update_attributes = _zarr_attributes if "zarr-record" in parts else _DIRECT
@@ -146,9 +166,22 @@ def _worker_facts() -> dict:
             "context_flags": _context_flags(0)}
 
 
-def _worker_variant(parts: list[str]) -> None:
+def _worker_variant(parts: list[str], dask_worker=None) -> None:
     """On a worker: the knobs of the variant ``parts``, every other one at its default."""
+    import sys
     import threading
+
+    from mgapsp.worker import SWITCH_INTERVAL_S
+
+    switch = [int(p.split("-")[1]) * 1e-6 for p in parts if p.startswith("switch-")]
+    sys.setswitchinterval(switch[0] if switch else SWITCH_INTERVAL_S)
+    for name in ("profile", "profile-cycle"):
+        pc = dask_worker.periodic_callbacks.get(name) if dask_worker is not None else None
+        if pc is not None:
+            if "noprofile" in parts:
+                pc.stop()
+            elif not pc.is_running():
+                pc.start()
 
     from mgapsp import pipeline as pl
     from mgapsp import writer as wr
@@ -156,10 +189,28 @@ def _worker_variant(parts: list[str]) -> None:
 
     defaults = getattr(pl, "_probe_defaults", None)
     if defaults is None:
+        from mgapsp._kernels import blosc
+
         defaults = pl._probe_defaults = {"frames": staging.FRAME_GROUP_BYTES,
-                                         "write_block": wr.write_block}
+                                         "write_block": wr.write_block,
+                                         "frame_groups": staging.frame_groups,
+                                         "blocksize": blosc.blocksize}
+    from mgapsp._kernels import blosc
+
     staging.FRAME_GROUP_BYTES = defaults["frames"]
     wr.write_block = defaults["write_block"]
+    staging.frame_groups = defaults["frame_groups"]
+    blosc.blocksize = defaults["blocksize"]
+    blosc.frame_layout.cache_clear()
+    if "prio" in parts:
+        staging.frame_groups = _priority_frames(defaults["frame_groups"])
+    for part in parts:
+        if part.startswith("blocks-"):
+            kb = int(part.split("-")[1])
+            base = defaults["blocksize"]
+            blosc.blocksize = (lambda nbytes, typesize, clevel, _kb=kb, _base=base:
+                               min(_kb * 1024, nbytes) if nbytes >= _kb * 1024
+                               else _base(nbytes, typesize, clevel))
     slots = pl.gpu_computing()
     whole = None
     _context_flags(4 if "blocking" in parts else 0)
@@ -188,6 +239,192 @@ def _worker_variant(parts: list[str]) -> None:
             whole.release()
 
     wr.write_block = write_block
+
+
+def _trace_install() -> None:
+    """On a worker: record when each batch's write starts and ends, when its frames
+    reach the host, and every file the writer stores (``--trace``)."""
+    import threading
+
+    from mgapsp import pipeline as pl
+    from mgapsp import writer as wr
+    from mgapsp._kernels import staging
+
+    if hasattr(pl, "_probe_trace"):
+        return
+    events = pl._probe_trace = []
+    local = threading.local()
+    write_block, frame_groups, write_file = wr.write_block, staging.frame_groups, wr._write_file
+
+    def traced_write_block(arr, start, block):
+        batch = start // arr.chunks[0]
+        local.batch = batch
+        t = time.time()
+        try:
+            return write_block(arr, start, block)
+        finally:
+            events.append(("write", batch, t, time.time(), threading.get_ident()))
+
+    def traced_frame_groups(*args, **kwargs):
+        batch = getattr(local, "batch", None)
+        t = time.time()
+        for item in frame_groups(*args, **kwargs):
+            events.append(("frames", batch, t, time.time(), threading.get_ident()))
+            yield item
+            t = time.time()
+
+    def traced_write_file(path, data):
+        t = time.time()
+        try:
+            return write_file(path, data)
+        finally:
+            events.append(("file", str(path), t, time.time(), threading.get_ident()))
+
+    from mgapsp._kernels import blosc
+
+    encode_chunks, buffer = blosc.encode_chunks, staging._Stage.buffer
+
+    def traced_encode_chunks(*args, **kwargs):
+        t = time.time()
+        try:
+            return encode_chunks(*args, **kwargs)
+        finally:
+            events.append(("encode", getattr(local, "batch", None), t, time.time(),
+                           threading.get_ident()))
+
+    def traced_buffer(self, slot, nbytes):
+        old = self.buffers[slot]
+        t = time.time()
+        try:
+            return buffer(self, slot, nbytes)
+        finally:
+            grown = old is None or self.buffers[slot] is not old
+            events.append(("pin-grow" if grown else "pin", getattr(local, "batch", None), t,
+                           time.time(), threading.get_ident()))
+
+    wr.write_block, staging.frame_groups, wr._write_file = (
+        traced_write_block, traced_frame_groups, traced_write_file)
+    blosc.encode_chunks, staging._Stage.buffer = traced_encode_chunks, traced_buffer
+    _trace_gc(events)
+
+
+def _trace_gc(events: list) -> None:
+    """Record this process's garbage collections of generation 2, or of 0.5 ms or more."""
+    import gc
+    import threading
+
+    started = {}
+
+    def on_gc(phase, info):
+        me = threading.get_ident()
+        if phase == "start":
+            started[me] = time.time()
+            return
+        t = started.pop(me, None)
+        if t is not None:
+            now = time.time()
+            if info["generation"] == 2 or now - t >= 5e-4:
+                events.append(("gc", info["generation"], t, now, me))
+
+    gc.callbacks.append(on_gc)
+
+
+_CLIENT_EVENTS: list = []
+
+
+def _trace_take() -> list:
+    from mgapsp import pipeline as pl
+
+    events = list(pl._probe_trace)
+    pl._probe_trace.clear()
+    return events
+
+
+_TRACE_PARTS = ("wait", "compute", "to_write", "frames", "encode", "pin", "queued", "files",
+                "file",
+                "after", "mark", "to_end", "task")
+
+
+def trace_batches(events: dict, tasks: list, batches: list, t0: float) -> list[dict]:
+    """Per batch of one job, from the workers' events (``_trace_take``) and the task
+    stream: the seconds of each step (``_TRACE_PARTS``) and when it ran."""
+    stats = {s["batch"]: s for s in batches}
+    task_of = {int(t["key"].split("-")[2]): t for t in tasks}
+    out = []
+    for worker, evs in events.items():
+        writes = {e[1]: e for e in evs if e[0] == "write"}
+        frames = {}
+        for e in evs:
+            if e[0] == "frames":
+                frames.setdefault(e[1], []).append(e)
+        files, marks = {}, {}
+        for kind, path, a, b, _ in evs:
+            if kind != "file":
+                continue
+            parts = Path(path).parts
+            if "c" not in parts:
+                continue
+            i = int(parts[parts.index("c") + 1])
+            if "batch_done" in parts:
+                marks[i] = (a, b)
+            else:
+                files.setdefault(i, []).append((a, b))
+        for i, w in writes.items():
+            t, s = task_of.get(i), stats.get(i)
+            if t is None or s is None or i not in files:
+                continue
+            start, stop = t["start"] + t0, t["stop"] + t0
+            c0, c1 = s["computing"]
+            fr = frames.get(i, [])
+            fr_end = max(e[3] for e in fr) if fr else w[2]
+            fs = files[i]
+            first, last = min(a for a, _ in fs), max(b for _, b in fs)
+            mark = marks.get(i, (w[3], w[3]))
+            enc = sum(e[3] - e[2] for e in evs if e[0] == "encode" and e[1] == i)
+            pin = sum(e[3] - e[2] for e in evs if e[0].startswith("pin") and e[1] == i)
+            grew = any(e[0] == "pin-grow" and e[1] == i for e in evs)
+            out.append({
+                "worker": worker, "batch": i, "thread": t["thread"], "grew": grew,
+                "encode": enc, "pin": pin,
+                "at": {"start": start - t0, "compute": c0 - t0, "computed": c1 - t0,
+                       "frames": fr_end - t0, "files": last - t0, "stop": stop - t0},
+                "wait": c0 - start, "compute": c1 - c0, "to_write": w[2] - c1,
+                "frames": fr_end - w[2], "queued": first - fr_end, "files": last - first,
+                "file": float(np.median([b - a for a, b in fs])),
+                "after": w[3] - last, "mark": mark[1] - w[3], "to_end": stop - mark[1],
+                "task": stop - start})
+    return out
+
+
+def _priority_frames(frame_groups):
+    """``frame_groups`` run on this thread's stream of the highest priority (``prio``)."""
+    import threading
+
+    local = threading.local()
+
+    def run(block, *args, **kwargs):
+        import cupy
+
+        hi = getattr(local, "stream", None)
+        if hi is None:
+            # CUDA clamps a priority to the device's range: this is its greatest
+            hi = local.stream = cupy.cuda.Stream(non_blocking=True, priority=-1000)
+        prev = cupy.cuda.get_current_stream()
+        made = cupy.cuda.Event()
+        made.record(prev)
+        hi.wait_event(made)
+        gen = frame_groups(block, *args, **kwargs)
+        while True:
+            hi.use()
+            try:
+                item = next(gen)
+            except StopIteration:
+                return
+            finally:
+                prev.use()
+            yield item
+
+    return run
 
 
 def timeline(ts_data, t0: float, t_end: float) -> dict:
@@ -248,6 +485,35 @@ def ends(tasks, batches) -> dict:
             "drain_s": last[slowest] - max(end for end, _ in by_worker[slowest])}
 
 
+def print_trace(k: int, variant: str, runs: list) -> None:
+    """Medians of each step of a batch (``trace_batches``), the threads' first batches
+    apart, and the first job's batches of its first worker in time order."""
+    rows = [b for x in runs for b in x["trace"]]
+    first, later = [], []
+    for x in runs:
+        seen = set()
+        for b in sorted(x["trace"], key=lambda b: b["at"]["start"]):
+            key = (b["worker"], b["thread"])
+            (later if key in seen else first).append(b)
+            seen.add(key)
+    for name, sel in (("first", first), ("later", later)):
+        if sel:
+            print(f"trace {k} GPUs, {variant}, {name} batches ({len(sel)}), median ms: "
+                  + ", ".join(f"{p} {np.median([b[p] for b in sel]) * 1e3:.1f}"
+                              for p in _TRACE_PARTS), flush=True)
+    if rows:
+        x = runs[len(runs) // 2]
+        w = sorted({b["worker"] for b in x["trace"]})[0]
+        print(f"trace {k} GPUs, {variant}, a job's batches on one worker (ms from the job's "
+              "start: start, compute, computed, frames, files, stop):", flush=True)
+        for b in sorted((b for b in x["trace"] if b["worker"] == w),
+                        key=lambda b: b["at"]["start"]):
+            a = b["at"]
+            print(f"  batch {b['batch']:3d} thread {str(b['thread'])[-5:]}: " + " ".join(
+                f"{a[p] * 1e3:6.1f}" for p in ("start", "compute", "computed", "frames",
+                                               "files", "stop")), flush=True)
+
+
 def main(argv=None):
     p = argparse.ArgumentParser()
     p.add_argument("graph")
@@ -267,6 +533,9 @@ def main(argv=None):
                    help="no dashboard at all, as mgapsp.cluster.connect(dashboard=False)")
     p.add_argument("--switch-interval", type=float, default=None,
                    help="sys.setswitchinterval in the client and every worker (seconds)")
+    p.add_argument("--backend", default="gpu", help="gpu; cpu for a dry run of the probe")
+    p.add_argument("--trace", action="store_true",
+                   help="time each batch's steps on the workers (its write, frames, files)")
     p.add_argument("--variants", default="pipeline",
                    help="comma-separated variants (see use_variant) that the jobs take in "
                         "turn, --repeats jobs each; medians of each")
@@ -306,8 +575,15 @@ def main(argv=None):
 
                 client.register_plugin(SwitchInterval())
             print("workers:", client.run(_worker_facts), flush=True)
-            run_job(g, scratch / "w.zarr", client, backend="gpu", overwrite=True,
+            if args.trace:
+                client.run(_trace_install)
+                if not _CLIENT_EVENTS and not getattr(main, "gc_traced", False):
+                    _trace_gc(_CLIENT_EVENTS)
+                    main.gc_traced = True
+            run_job(g, scratch / "w.zarr", client, backend=args.backend, overwrite=True,
                     sources=g.vertex_ids[:batch * k * args.threads], batch_size=batch)
+            if args.trace:
+                client.run(_trace_take)
             runs = []
             variants = args.variants.split(",")
             for r in range(args.repeats * len(variants)):
@@ -315,7 +591,7 @@ def main(argv=None):
                 use_variant(variant, client)
                 os.sync()       # as the scaling report: no earlier job's writeback
                 with get_task_stream(client) as ts:
-                    rep = run_job(g, scratch / "j.zarr", client, backend="gpu",
+                    rep = run_job(g, scratch / "j.zarr", client, backend=args.backend,
                                   overwrite=True, batch_size=batch)
                     t_end = time.time()
                 t0 = t_end - rep.seconds
@@ -323,11 +599,28 @@ def main(argv=None):
                 line["parts"] = parts_by_position(line["tasks"], rep.batches)
                 line["batches"] = rep.batches
                 line.update(ends(line["tasks"], rep.batches))
+                if args.trace:
+                    events = client.run(_trace_take)
+                    line["trace"] = trace_batches(events, line["tasks"], rep.batches, t0)
+                    events["client"] = [e for e in _CLIENT_EVENTS if e[3] >= t0]
+                    _CLIENT_EVENTS.clear()
+                    line["gc"] = {w: [(e[1], e[2] - t0, e[3] - e[2]) for e in evs
+                                      if e[0] == "gc" and e[3] >= t0 and e[2] <= t_end]
+                                  for w, evs in events.items()}
+                    print("  gc (generation, at ms, ms): " + "; ".join(
+                        f"{w[-5:]}: " + ", ".join(f"{g}@{a * 1e3:.0f}:{d * 1e3:.1f}"
+                                                  for g, a, d in v)
+                        for w, v in line["gc"].items() if v), flush=True)
+                    print("  slow frames: " + ", ".join(
+                        f"b{b['batch']} {b['frames'] * 1e3:.1f} (encode {b['encode'] * 1e3:.1f}, "
+                        f"pin {b['pin'] * 1e3:.1f}{' grew' if b['grew'] else ''})"
+                        for b in line["trace"] if b["frames"] > 0.012), flush=True)
                 last_stop = rep.seconds - line["tail_s"]
                 line.update(first_sent_s=rep.marks["first_sent"],
                             window_sent_s=rep.marks["window_sent"],
                             result_s=rep.marks["last_result"] - last_stop,
                             setup_s=rep.setup_s)
+                line.update(t0=t0, t_end=t_end)
                 line.update(record_s=rep.marks["recorded"] - rep.marks["last_result"],
                             seconds=rep.seconds, variant=variant,
                             rows_per_s=rep.rows_per_second,
@@ -359,6 +652,8 @@ def main(argv=None):
                     json.dumps({"batch_size": batch, "threads": args.threads, "runs": runs},
                                default=float))
     for (k, variant), m in summary.items():
+        if args.trace:
+            print_trace(k, variant, runs_of[(k, variant)])
         # where a thread's first batch of a job goes, against its later ones
         mine = [x["parts"] for x in runs_of[(k, variant)]]
         first = {p: np.median([v for x in mine for v in x[0][p]]) for p in _PARTS}
