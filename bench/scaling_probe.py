@@ -488,7 +488,6 @@ def ends(tasks, batches) -> dict:
 def print_trace(k: int, variant: str, runs: list) -> None:
     """Medians of each step of a batch (``trace_batches``), the threads' first batches
     apart, and the first job's batches of its first worker in time order."""
-    rows = [b for x in runs for b in x["trace"]]
     first, later = [], []
     for x in runs:
         seen = set()
@@ -501,7 +500,7 @@ def print_trace(k: int, variant: str, runs: list) -> None:
             print(f"trace {k} GPUs, {variant}, {name} batches ({len(sel)}), median ms: "
                   + ", ".join(f"{p} {np.median([b[p] for b in sel]) * 1e3:.1f}"
                               for p in _TRACE_PARTS), flush=True)
-    if rows:
+    if first:
         x = runs[len(runs) // 2]
         w = sorted({b["worker"] for b in x["trace"]})[0]
         print(f"trace {k} GPUs, {variant}, a job's batches on one worker (ms from the job's "

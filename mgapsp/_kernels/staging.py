@@ -60,7 +60,7 @@ class _Stage:
             # seldom waits for pages to be pinned.  Grown to each new size, buffers
             # grew under the frames of later, larger batches (15-25 MB of them) on
             # four GPUs, and those frames reached the host 15-60 ms late.
-            size = 2 * max(nbytes, buf.nbytes if buf is not None else 0)
+            size = 2 * nbytes           # more than the buffer held: it only grows
             self.buffers[slot] = None
             mem = _cupy().cuda.alloc_pinned_memory(size)
             buf = self.buffers[slot] = np.ndarray((size,), dtype=np.uint8, buffer=mem)
