@@ -118,7 +118,11 @@ def use_variant(name: str, client=None) -> None:
     - ``prio``: a batch's frames made on a stream of the highest priority, so that
       its kernels go before those of the batches computing;
     - ``blocks-<KB>``: Blosc blocks of that many KB in the frames made on the GPU
-      (the encoder's default: 512 KB at level 5 for 4-byte values).
+      (the encoder's default: 512 KB at level 5 for 4-byte values);
+    - ``chunk-files``: a store of a file per chunk (``shards=False``; before session
+      10) instead of a shard file per batch;
+    - ``piece-<KB>``: a shard's frames written in pieces of at least that many KB
+      (``writer.PIECE_BYTES``).
 
     Variants join with ``+`` (``whole-2+frames-128``)."""
     parts = name.split("+")
@@ -198,6 +202,10 @@ def _worker_variant(parts: list[str], dask_worker=None) -> None:
     from mgapsp._kernels import blosc
 
     staging.FRAME_GROUP_BYTES = defaults["frames"]
+    wr.PIECE_BYTES = defaults.setdefault("piece", wr.PIECE_BYTES)
+    for part in parts:
+        if part.startswith("piece-"):
+            wr.PIECE_BYTES = int(part.split("-")[1]) * 1024
     wr.write_block = defaults["write_block"]
     staging.frame_groups = defaults["frame_groups"]
     blosc.blocksize = defaults["blocksize"]
@@ -302,8 +310,26 @@ def _trace_install() -> None:
             events.append(("pin-grow" if grown else "pin", getattr(local, "batch", None), t,
                            time.time(), threading.get_ident()))
 
+    shard_write, shard_close = wr._ShardFile.write, wr._ShardFile.close
+
+    def traced_shard_write(self, offset, data):
+        # a piece of a shard counts as a file, and so does its index
+        t = time.time()
+        try:
+            return shard_write(self, offset, data)
+        finally:
+            events.append(("file", self.key, t, time.time(), threading.get_ident()))
+
+    def traced_shard_close(self):
+        t = time.time()
+        try:
+            return shard_close(self)
+        finally:
+            events.append(("file", self.key, t, time.time(), threading.get_ident()))
+
     wr.write_block, staging.frame_groups, wr._write_file = (
         traced_write_block, traced_frame_groups, traced_write_file)
+    wr._ShardFile.write, wr._ShardFile.close = traced_shard_write, traced_shard_close
     blosc.encode_chunks, staging._Stage.buffer = traced_encode_chunks, traced_buffer
     _trace_gc(events)
 
@@ -591,7 +617,8 @@ def main(argv=None):
                 os.sync()       # as the scaling report: no earlier job's writeback
                 with get_task_stream(client) as ts:
                     rep = run_job(g, scratch / "j.zarr", client, backend=args.backend,
-                                  overwrite=True, batch_size=batch)
+                                  overwrite=True, batch_size=batch,
+                                  shards="chunk-files" not in variant.split("+"))
                     t_end = time.time()
                 t0 = t_end - rep.seconds
                 line = timeline(ts.data, t0, t_end)

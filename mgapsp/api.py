@@ -28,7 +28,7 @@ def apsp(graph, *, out=None, algorithm: str = "auto", backend: str = "auto",
          batch_size: int | None = None,
          predecessors: bool = False, client=None, resume: bool = False,
          overwrite: bool = False, directed: bool | None = None,
-         unweighted: bool = False, compression: str = "lz4"):
+         unweighted: bool = False, compression: str = "lz4", shards: bool = True):
     """All-pairs (or many-to-all) shortest-path distances.
 
     Parameters
@@ -59,6 +59,10 @@ def apsp(graph, *, out=None, algorithm: str = "auto", backend: str = "auto",
     compression : {"lz4", "zstd", "none"}
         Codec of a new store's distance (and predecessor) chunks: Blosc with
         bit-shuffle and lz4 (fast) or zstd (smaller), or none.
+    shards : bool
+        A new store keeps each batch's rows in one file, a Zarr shard of the batch's
+        chunks (as cluster file systems want: few, large files); ``False`` writes a
+        file per chunk.
 
     Returns
     -------
@@ -91,12 +95,12 @@ def apsp(graph, *, out=None, algorithm: str = "auto", backend: str = "auto",
             shutil.rmtree(tmp, ignore_errors=True)
     if client is not None:
         run_job(g, out, client, backend=backend, resume=resume, overwrite=overwrite,
-                compression=compression, **options)
+                compression=compression, shards=shards, **options)
     else:
         backend = resolve_backend(backend)
         with connect(backend=backend) as own:
             run_job(g, out, own, backend=backend, resume=resume, overwrite=overwrite,
-                    compression=compression, **options)
+                    compression=compression, shards=shards, **options)
     return Store.open(out).group
 
 

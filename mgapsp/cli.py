@@ -62,6 +62,9 @@ def main():
               show_default=True,
               help="Codec of the stored blocks (Blosc, bit-shuffled): lz4 is fast, zstd "
                    "smaller.  A resumed store keeps its own.")
+@click.option("--shards/--no-shards", default=True, show_default=True,
+              help="Store each batch's rows as one file (a Zarr shard of its chunks); "
+                   "--no-shards writes a file per chunk.  A resumed store keeps its own.")
 @click.option("--resume", is_flag=True, help="Continue an interrupted store.")
 @click.option("--overwrite", is_flag=True, help="Replace an existing store.")
 @click.option("--scheduler", default=None, help="Address of a running Dask scheduler.")
@@ -84,7 +87,8 @@ def main():
               help="Save Dask's performance report of the job to this HTML file.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar.")
 def run(graph, out, fmt, directed, unweighted, weight_column, algorithm, backend, dtype,
-        batch_size, sources_file, targets_file, predecessors, compression, resume, overwrite,
+        batch_size, sources_file, targets_file, predecessors, compression, shards, resume,
+        overwrite,
         scheduler, scheduler_file, tls_ca_file, tls_cert, tls_key, cpu_workers, gpus, workers,
         no_dashboard,
         performance_report, quiet):
@@ -143,7 +147,7 @@ def run(graph, out, fmt, directed, unweighted, weight_column, algorithm, backend
                              backend="hybrid" if cpu_workers else backend,
                              dtype=dtype, sources=sources, targets=targets,
                              batch_size=batch_size, predecessors=predecessors,
-                             compression=compression,
+                             compression=compression, shards=shards,
                              resume=resume, overwrite=overwrite, on_start=on_start,
                              on_progress=lambda r, done, total: bar.update(done, r))
         n_workers = len(client.scheduler_info()["workers"])
@@ -241,6 +245,11 @@ def info(store):
     click.echo(f"job: {j['algorithm']} on {j['backend']}, {j['dtype']}, {j['n_sources']:,} "
                f"sources x {j['n_targets']:,} targets, batches of {j['batch_size']}"
                + (", predecessors" if j["predecessors"] else ""))
+    dist = s.group["distances"]
+    click.echo(f"layout: chunks of {dist.chunks[0]:,} x {dist.chunks[1]:,}, "
+               f"{j.get('compression', 'zstd')}, "
+               + ("a file per batch (a shard of its chunks)" if dist.shards
+                  else "a file per chunk"))
     state = "complete" if p["complete"] else "incomplete"
     click.echo(f"progress: {p['rows_done']:,}/{p['n_rows']:,} rows, "
                f"{p['batches_done']}/{p['n_batches']} batches ({state}), updated "

@@ -523,7 +523,7 @@ def _gpu_sizer():
 
 def run_job(graph: Graph, out, client, *, algorithm: str = "auto", backend: str = "auto",
             dtype: str = "float32", sources=None, targets=None,
-            batch_size: int | None = None, compression: str = "lz4",
+            batch_size: int | None = None, compression: str = "lz4", shards: bool = True,
             predecessors: bool = False, resume: bool = False, overwrite: bool = False,
             on_start: Callable[[JobReport], None] | None = None,
             on_progress: Callable[[JobReport, int, int], None] | None = None) -> JobReport:
@@ -590,7 +590,8 @@ def run_job(graph: Graph, out, client, *, algorithm: str = "auto", backend: str 
             fut.release()
     if not existing:
         store = Store.create(out, graph, plan, overwrite=overwrite,
-                             potentials=potentials, compression=compression)
+                             potentials=potentials, compression=compression,
+                             shards=shards)
 
     done = store.done_mask()
     report = JobReport(plan=plan, store=store, resumed_batches=int(done.sum()))

@@ -12,7 +12,8 @@ Layout (see the README)::
       graph/indptr, graph/indices, graph/weights   the canonical CSR (workers load it)
       graph/potentials                             Johnson potentials, when used
 
-Workers write whole, disjoint row-chunks of ``distances``/``predecessors``, then their
+Workers write whole, disjoint rows of chunks of ``distances``/``predecessors`` (a
+shard file each, unless the store was made without shards), then their
 batch's own chunk of ``batch_done``; only the client writes the attributes (see
 ``NOTES.md`` on Zarr).  Stores made before ``batch_done`` had a chunk per batch keep one
 chunk for all, which only the client writes.
@@ -101,7 +102,11 @@ class Store:
 
     @classmethod
     def create(cls, path, graph: Graph, plan: JobPlan, *, overwrite: bool = False,
-               potentials: np.ndarray | None = None, compression: str = "lz4") -> "Store":
+               potentials: np.ndarray | None = None, compression: str = "lz4",
+               shards: bool = True) -> "Store":
+        """A new store for ``plan`` on ``graph``.  With ``shards`` each batch's rows
+        are one file, a Zarr shard holding the batch's row of chunks; without, every
+        chunk is a file of its own."""
         path = os.fspath(path)
         if compression not in COMPRESSIONS:
             raise StoreError(f"unknown compression {compression!r}; choose "
@@ -118,12 +123,14 @@ class Store:
         group = zarr.open_group(path, mode="w-")
         n, s = plan.n_targets(graph.n), plan.n_sources
         chunks = (plan.batch_size, plan.col_chunk)
-        group.create_array("distances", shape=(s, n), chunks=chunks, dtype=plan.dtype,
-                           fill_value=np.nan, compressors=codecs,
+        # a shard is a batch's whole row of chunks, so a worker writes one file a batch
+        row = (plan.batch_size, -(-n // plan.col_chunk) * plan.col_chunk) if shards else None
+        group.create_array("distances", shape=(s, n), chunks=chunks, shards=row,
+                           dtype=plan.dtype, fill_value=np.nan, compressors=codecs,
                            dimension_names=("source", "target"))
         if plan.predecessors:
-            group.create_array("predecessors", shape=(s, n), chunks=chunks, dtype="int32",
-                               fill_value=-1, compressors=codecs,
+            group.create_array("predecessors", shape=(s, n), chunks=chunks, shards=row,
+                               dtype="int32", fill_value=-1, compressors=codecs,
                                dimension_names=("source", "target"))
         targets = np.arange(graph.n) if plan.targets is None else plan.targets
         _write_array(group, "vertex_ids", graph.vertex_ids, ("vertex",))
@@ -153,7 +160,8 @@ class Store:
                     "n_batches": plan.n_batches, "n_sources": plan.n_sources,
                     "predecessors": plan.predecessors, "col_chunk": plan.col_chunk,
                     "n_targets": int(n), "all_targets": plan.targets is None,
-                    "cpu_algorithm": plan.cpu_algorithm, "compression": compression},
+                    "cpu_algorithm": plan.cpu_algorithm, "compression": compression,
+                    "shards": bool(shards)},
             "versions": package_versions(),
             "created": _now(),
             "progress": {"batches_done": 0, "n_batches": plan.n_batches,

@@ -8,8 +8,9 @@ itself: it cuts the block into whole chunks (on the GPU for a device block, see
 :mod:`mgapsp._kernels.staging`), compresses each with the array's own Blosc settings
 on a pool of threads, and puts the bytes under the chunk's key through the array's
 store, where Zarr reads them back as if it had written them.  Arrays whose codecs are
-anything but ``bytes`` (little-endian) plus an optional ``blosc`` fall back to
-Zarr's own write.
+anything but ``bytes`` (little-endian) plus an optional ``blosc``, alone or inside
+shards that are rows of chunks (the store's default, :class:`_ShardRow`), fall back
+to Zarr's own write.
 
 Into a local store (Zarr's ``LocalStore``) the pool writes each chunk file itself, as
 the store would (a temporary file renamed into place, so that no reader sees half a
@@ -40,6 +41,7 @@ import time
 import uuid
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
+from typing import Callable
 
 import numpy as np
 import zarr
@@ -120,17 +122,29 @@ class _Layout:
     """How chunk bytes of one array are made and where they go."""
 
     def __init__(self, arr: zarr.Array):
-        from zarr.codecs import BloscCodec, BytesCodec
+        from zarr.codecs import BloscCodec, BytesCodec, Crc32cCodec, ShardingCodec
 
         meta = arr.metadata
         self.ok = getattr(meta, "zarr_format", 2) == 3
         self.codec = None
         self.gpu_clevel = None      # the level, where the GPU can make the frames
+        self.shard = None           # chunks per shard, where a shard is a row of chunks
         if self.ok:
             codecs = list(meta.codecs)
+            if len(codecs) == 1 and isinstance(codecs[0], ShardingCodec):
+                sharding = codecs[0]
+                index = list(sharding.index_codecs)
+                outer, inner = meta.chunk_grid.chunk_shape, sharding.chunk_shape
+                self.ok = (str(getattr(sharding.index_location, "value",
+                                       sharding.index_location)) == "end"
+                           and len(index) == 2 and _little(index[0], BytesCodec)
+                           and isinstance(index[1], Crc32cCodec)
+                           and tuple(outer[:-1]) == tuple(inner[:-1]))
+                if self.ok:
+                    self.shard = outer[-1] // inner[-1]
+                codecs = list(sharding.codecs)
             first = codecs.pop(0) if codecs else None
-            self.ok = (isinstance(first, BytesCodec)
-                       and str(getattr(first.endian, "value", first.endian)) in ("little", "None")
+            self.ok = (self.ok and _little(first, BytesCodec)
                        and np.dtype(arr.dtype).byteorder in ("<", "=", "|")
                        and len(codecs) <= 1
                        and all(isinstance(c, BloscCodec) for c in codecs))
@@ -154,30 +168,48 @@ class _Layout:
         self.arr = arr
         store = arr.store_path.store
         self.root = Path(store.root) if isinstance(store, LocalStore) else None
-        self.chunks = arr.chunks
+        self.chunks = arr.chunks        # a shard's inner chunks, where sharded
         self.fill = arr.fill_value
         self.dtype = np.dtype(arr.dtype)
 
+    def encode(self, tile: np.ndarray):
+        """A whole chunk's stored bytes."""
+        return self.codec.encode(tile) if self.codec is not None else tile.tobytes()
+
     def put(self, row_chunk: int, col_chunk: int, tile: np.ndarray) -> int:
-        data = self.codec.encode(tile) if self.codec is not None else tile.tobytes()
-        return self.put_bytes(row_chunk, col_chunk, data)
+        return self.put_bytes(row_chunk, col_chunk, self.encode(tile))
 
     def put_bytes(self, row_chunk: int, col_chunk: int, data) -> int:
         """Store a chunk's encoded bytes (``bytes`` or a uint8 array) under its key."""
         return self.put_key((row_chunk, col_chunk), data)
 
+    def key(self, coords: tuple) -> str:
+        """The store key of the chunk (or shard) at ``coords``."""
+        key = self.arr.metadata.encode_chunk_key(coords)
+        path = self.arr.store_path.path
+        return f"{path}/{key}" if path else key
+
     def put_key(self, coords: tuple, data) -> int:
         """Store the encoded bytes of the chunk at ``coords`` under its key."""
+        key = self.key(coords)
+        if self.root is not None:
+            return _write_file(self.root / key, data)
+        self.store_set(key, data)
+        return len(data)
+
+    def store_set(self, key: str, data) -> None:
+        """``data`` under ``key``, through the store (not a local one)."""
         from zarr.core.buffer import default_buffer_prototype
         from zarr.core.sync import sync
 
-        key = self.arr.metadata.encode_chunk_key(coords)
-        sp = self.arr.store_path
-        path = f"{sp.path}/{key}" if sp.path else key
-        if self.root is not None:
-            return _write_file(self.root / path, data)
-        sync(sp.store.set(path, default_buffer_prototype().buffer.from_bytes(data)))
-        return len(data)
+        store = self.arr.store_path.store
+        sync(store.set(key, default_buffer_prototype().buffer.from_bytes(bytes(data))))
+
+
+def _little(codec, kind) -> bool:
+    """``codec`` is a ``kind`` (Zarr's bytes codec) of little-endian (or no) order."""
+    return (isinstance(codec, kind)
+            and str(getattr(codec.endian, "value", codec.endian)) in ("little", "None"))
 
 
 def _write_file(path: Path, data) -> int:
@@ -196,6 +228,177 @@ def _write_file(path: Path, data) -> int:
         tmp.unlink(missing_ok=True)
         raise
     return len(data)
+
+
+def _open_new(path: Path) -> int:
+    """A new file at ``path``, open for writing (its directory made if need be)."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
+    try:
+        return os.open(path, flags, 0o666)
+    except FileNotFoundError:       # the shard's directory is new
+        path.parent.mkdir(parents=True, exist_ok=True)
+        return os.open(path, flags, 0o666)
+
+
+def _pwrite(fd: int, data, offset: int) -> int:
+    """All of ``data`` into the file ``fd`` at ``offset``; returns its bytes."""
+    view = memoryview(data).cast("B")
+    n = len(view)
+    while view:
+        done = os.pwrite(fd, view, offset)
+        view, offset = view[done:], offset + done
+    return n
+
+
+#: a shard's index gives this offset and size for a chunk it does not hold
+_NO_CHUNK = 2**64 - 1
+#: a span of frames made on the GPU goes to the file in pieces of at least this many
+#: bytes, one per storing thread at most
+PIECE_BYTES = 2 * 2**20
+
+
+class _ShardFile:
+    """One shard being written (Zarr v3 ``sharding_indexed``, its index at the end):
+    its chunks' bytes back to back in their order, then the index, an ``(offset,
+    size)`` pair of uint64 little-endian per chunk, and the index's CRC-32C.  Into a
+    local store the bytes go by positional writes into a file beside the shard's
+    place, which :meth:`close` renames there; into other stores they are gathered
+    and set whole."""
+
+    def __init__(self, lay: _Layout, coords: tuple, n_chunks: int):
+        self.lay = lay
+        self.key = lay.key(coords)
+        self.index = np.full((n_chunks, 2), _NO_CHUNK, dtype="<u8")
+        self.end = 0
+        self.fd = None
+        self.parts: list[tuple[int, bytes]] = []
+        if lay.root is not None:
+            self.path = lay.root / self.key
+            self.tmp = self.path.with_name(f"{self.path.name}.{uuid.uuid4().hex}.partial")
+            self.fd = _open_new(self.tmp)
+
+    def place(self, k: int, sizes) -> int:
+        """Room for chunks ``k, k + 1, ..`` of ``sizes`` bytes after those placed
+        before; returns the offset of the first."""
+        sizes = np.asarray(sizes, dtype=np.uint64)
+        start = self.end
+        ends = start + np.cumsum(sizes, dtype=np.uint64)
+        self.index[k:k + len(sizes), 0] = ends - sizes
+        self.index[k:k + len(sizes), 1] = sizes
+        self.end = int(ends[-1]) if len(sizes) else start
+        return start
+
+    def write(self, offset: int, data) -> int:
+        """Put ``data`` at ``offset``; threads may write disjoint ranges at once."""
+        if self.fd is not None:
+            return _pwrite(self.fd, data, offset)
+        part = bytes(memoryview(data).cast("B"))
+        self.parts.append((offset, part))
+        return len(part)
+
+    def close(self) -> int:
+        """Write the index and put the shard in its place; returns its bytes."""
+        import google_crc32c
+
+        index = self.index.tobytes()
+        tail = index + int(google_crc32c.value(index)).to_bytes(4, "little")
+        if self.fd is None:
+            whole = bytearray(self.end + len(tail))
+            for offset, data in self.parts:
+                whole[offset:offset + len(data)] = data
+            whole[self.end:] = tail
+            self.lay.store_set(self.key, whole)
+            return len(whole)
+        _pwrite(self.fd, tail, self.end)
+        os.close(self.fd)
+        self.fd = None
+        os.replace(self.tmp, self.path)
+        return self.end + len(tail)
+
+    def abort(self) -> None:
+        """Drop the shard's file (nothing was put in its place)."""
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
+            self.tmp.unlink(missing_ok=True)
+
+
+class _ChunkFiles:
+    """A batch's row of chunks stored as a file per chunk, each by a pool thread."""
+
+    def __init__(self, lay: _Layout, row: int):
+        self.lay, self.row = lay, row
+
+    def frames(self, pool, first: int, frames, starts) -> list[Future]:
+        lay, i = self.lay, self.row
+        return [pool.submit(lay.put_bytes, i, first + k, frames[starts[k]:starts[k + 1]])
+                for k in range(len(starts) - 1)]
+
+    def tile(self, pool, j: int, make: Callable[[], np.ndarray]) -> Future:
+        return pool.submit(lambda: self.lay.put(self.row, j, make()))
+
+    def finish(self, futures: list[Future]) -> int:
+        return sum(f.result() for f in futures)
+
+    def abort(self) -> None:
+        pass
+
+
+class _ShardRow:
+    """A batch's row of chunks stored as shards (:class:`_ShardFile`) of ``lay.shard``
+    chunks each.  Frames made on the GPU go from the pinned buffer to the file, a
+    piece per pool thread; chunks the pool compresses are written in their order by
+    the caller, as they come."""
+
+    def __init__(self, lay: _Layout, row: int):
+        self.lay, self.row = lay, row
+        self.shards: dict[int, _ShardFile] = {}
+        self.encoded: list[tuple[int, Future]] = []
+
+    def _shard(self, s: int) -> _ShardFile:
+        sh = self.shards.get(s)
+        if sh is None:
+            sh = self.shards[s] = _ShardFile(self.lay, (self.row, s), self.lay.shard)
+        return sh
+
+    def frames(self, pool, first: int, frames, starts) -> list[Future]:
+        per = self.lay.shard
+        futures = []
+        j, stop = first, first + len(starts) - 1
+        while j < stop:
+            s = j // per
+            last = min(stop, (s + 1) * per)
+            a, b = int(starts[j - first]), int(starts[last - first])
+            sh = self._shard(s)
+            at = sh.place(j - s * per, np.diff(starts[j - first:last - first + 1]))
+            span = frames[a:b]
+            pieces = max(1, min(store_threads(), len(span) // PIECE_BYTES))
+            cuts = [len(span) * p // pieces for p in range(pieces + 1)]
+            futures.extend(pool.submit(sh.write, at + c0, span[c0:c1])
+                           for c0, c1 in zip(cuts, cuts[1:]))
+            j = last
+        return futures
+
+    def tile(self, pool, j: int, make: Callable[[], np.ndarray]) -> Future:
+        f = pool.submit(lambda: self.lay.encode(make()))
+        self.encoded.append((j, f))
+        return f
+
+    def finish(self, futures: list[Future]) -> int:
+        """Write the chunks compressed on the host, then close every shard; the
+        stored bytes.  A shard with room past the array's last chunk leaves it empty."""
+        per = self.lay.shard
+        for f in futures:
+            f.result()
+        for j, f in self.encoded:
+            data = f.result()
+            sh = self._shard(j // per)
+            sh.write(sh.place(j % per, [len(data)]), data)
+        return sum(sh.close() for _, sh in sorted(self.shards.items()))
+
+    def abort(self) -> None:
+        for sh in self.shards.values():
+            sh.abort()
 
 
 _LAYOUTS: dict[tuple, _Layout] = {}
@@ -225,7 +428,7 @@ def write_chunk(arr: zarr.Array, coords: tuple, chunk: np.ndarray) -> int:
     where = tuple(slice(c * n, min((c + 1) * n, size))
                   for c, n, size in zip(coords, lay.chunks, arr.shape))
     inside = tuple(slice(0, w.stop - w.start) for w in where)
-    if not lay.ok:      # Zarr writes it
+    if not lay.ok or lay.shard is not None:      # Zarr writes it (into its shard)
         arr[where] = chunk[inside]
         return 0
     if any(s.stop < n for s, n in zip(inside, lay.chunks)):
@@ -233,8 +436,7 @@ def write_chunk(arr: zarr.Array, coords: tuple, chunk: np.ndarray) -> int:
         padded = np.full(lay.chunks, lay.fill, dtype=lay.dtype)
         padded[inside] = chunk[inside]
         chunk = padded
-    data = lay.codec.encode(chunk) if lay.codec is not None else chunk.tobytes()
-    return lay.put_key(tuple(coords), data)
+    return lay.put_key(tuple(coords), lay.encode(chunk))
 
 
 def update_attributes(group: zarr.Group, updates: dict) -> None:
@@ -269,7 +471,8 @@ def _host_tile(block: np.ndarray, j: int, cr: int, cc: int, fill) -> np.ndarray:
 
 
 def write_block(arr: zarr.Array, start: int, block) -> dict:
-    """Write ``block`` (NumPy or CuPy) as rows ``start ..`` of ``arr``, whole chunks.
+    """Write ``block`` (NumPy or CuPy) as rows ``start ..`` of ``arr``, whole chunks
+    (whole shards, where the array's shards are rows of chunks).
 
     ``start`` must be a multiple of the row chunk; the block must end at a chunk
     boundary or at the array's last row.  Returns ``{"copy_s", "encode_s", "bytes"}``:
@@ -297,33 +500,36 @@ def write_block(arr: zarr.Array, start: int, block) -> dict:
     pool = _pool("store" if gpu_frames else "write")
     i = start // cr
     n_chunks = -(-arr.shape[1] // cc)
+    row = _ShardRow(lay, i) if lay.shard is not None else _ChunkFiles(lay, i)
     futures: list[Future] = []
     copy_s = 0.0
     try:
-        copy_s = _submit(pool, lay, block, device, gpu_frames, i, cr, cc, n_chunks,
-                         futures)
-    finally:
-        # no chunk may still be reading a staging buffer or the block when we return
-        errors = [f.exception() for f in futures]
-    for exc in errors:
-        if exc is not None:
-            raise exc
-    stored = sum(f.result() for f in futures)
+        try:
+            copy_s = _submit(pool, lay, row, block, device, gpu_frames, cr, cc, n_chunks,
+                             futures)
+        finally:
+            # no chunk may still be reading a staging buffer or the block when we return
+            errors = [f.exception() for f in futures]
+        for exc in errors:
+            if exc is not None:
+                raise exc
+        stored = row.finish(futures)
+    except BaseException:
+        row.abort()
+        raise
     return {"copy_s": copy_s, "encode_s": time.perf_counter() - t0 - copy_s,
             "bytes": stored}
 
 
-def _submit(pool, lay: _Layout, block, device: bool, gpu_frames: bool, i: int, cr: int,
+def _submit(pool, lay: _Layout, row, block, device: bool, gpu_frames: bool, cr: int,
             cc: int, n_chunks: int, futures: list) -> float:
-    """Queue every chunk of the block on ``pool`` (appending to ``futures``); the
-    seconds spent cutting (or compressing) and copying device groups to the host."""
+    """Queue every chunk of the block for ``row`` (a :class:`_ChunkFiles` or
+    :class:`_ShardRow`) on ``pool``, appending to ``futures``; the seconds spent
+    cutting (or compressing) and copying device groups to the host."""
     if not device:
         host = np.asarray(block, dtype=lay.dtype)
-
-        def job(j):
-            return lay.put(i, j, _host_tile(host, j, cr, cc, lay.fill))
-
-        futures.extend(pool.submit(job, j) for j in range(n_chunks))
+        futures.extend(row.tile(pool, j, lambda j=j: _host_tile(host, j, cr, cc, lay.fill))
+                       for j in range(n_chunks))
         return 0.0
     from ._kernels.staging import chunk_groups, frame_groups
 
@@ -337,18 +543,19 @@ def _submit(pool, lay: _Layout, block, device: bool, gpu_frames: bool, i: int, c
     block = block.astype(lay.dtype, copy=False)
     if gpu_frames:
         # frames made on the device: the pool only stores them
-        groups = ((slot, [(first + k, lay.put_bytes, frames[starts[k]:starts[k + 1]])
-                          for k in range(len(starts) - 1)])
+        groups = ((slot, lambda first=first, frames=frames, starts=starts:
+                   row.frames(pool, first, frames, starts))
                   for slot, first, frames, starts in frame_groups(
                       block, cr, cc, lay.fill, lay.gpu_clevel, wait))
     else:
-        groups = ((slot, [(first + k, lay.put, tiles[k]) for k in range(len(tiles))])
+        groups = ((slot, lambda first=first, tiles=tiles:
+                   [row.tile(pool, first + k, lambda t=tiles[k]: t) for k in range(len(tiles))])
                   for slot, first, tiles in chunk_groups(block, cr, cc, lay.fill, wait))
     copy_s = 0.0
     t = time.perf_counter()
-    for slot, chunks in groups:
+    for slot, queue in groups:
         copy_s += time.perf_counter() - t
-        fs = [pool.submit(put, i, j, data) for j, put, data in chunks]
+        fs = queue()
         in_slot[slot] = fs
         futures.extend(fs)
         t = time.perf_counter()

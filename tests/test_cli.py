@@ -52,6 +52,7 @@ def test_run_info_verify_path(data_dir, tmp_path):
                            dtype="float32")
     info = mgapsp_cli("info", out).stdout
     assert "n=24 m=76" in info and "24/24 rows" in info and "(complete)" in info
+    assert "x 24, lz4, a file per batch (a shard of its chunks)" in info
     verify = mgapsp_cli("verify", out, "--all")
     assert "24 rows checked" in verify.stdout and "ok" in verify.stdout
     path = mgapsp_cli("path", out, 1, 20).stdout.splitlines()
@@ -129,7 +130,7 @@ def test_existing_store_refused(data_dir, tmp_path):
 
 
 def _chunk_mtimes(store: Path, batches, batch_size):
-    # distances/c/<row chunk>/<column chunk>: one row chunk per batch
+    # distances/c/<row chunk>/<shard>: a row of chunks per batch, one shard
     return {b: sorted((p.name, p.stat().st_mtime_ns)
                       for p in (store / "distances" / "c" / str(b)).iterdir())
             for b in batches}
@@ -272,11 +273,13 @@ def test_sources_and_targets_files(data_dir, tmp_path):
     out = tmp_path / "od.zarr"
     mgapsp_cli("run", data_dir / "SiouxFalls_net.tntp", "-o", out, "--backend", "cpu",
                "--workers", "1", "--no-dashboard", "-q", "--sources", src, "--targets", dst,
-               "--dtype", "float64")
+               "--dtype", "float64", "--no-shards")
     graph = mgapsp.read_graph(data_dir / "SiouxFalls_net.tntp")
     ref = scipy_distances(graph, [0, 1, 23])[:, [4, 5, 6]]
     assert_distances_equal(zarr.open_group(out)["distances"][:], ref)
-    assert "3 sources x 3 targets" in mgapsp_cli("info", out).stdout
+    info = mgapsp_cli("info", out).stdout
+    assert "3 sources x 3 targets" in info and "a file per chunk" in info
+    assert (out / "distances" / "c" / "0" / "0").is_file()
     bad = tmp_path / "bad.txt"
     bad.write_text("5\nseven\n")
     proc = mgapsp_cli("run", data_dir / "SiouxFalls_net.tntp", "-o", tmp_path / "x.zarr",

@@ -207,28 +207,29 @@ def test_gpu_frames_compress_like_blosc():
 
 
 @pytest.mark.gpu
+@pytest.mark.parametrize("per_shard", [None, 11, 4])
 @pytest.mark.parametrize("dtype,fill", [("float32", np.nan), ("float64", np.nan),
                                         ("int32", -1)])
-def test_device_blocks_compressed_on_the_gpu(tmp_path, monkeypatch, dtype, fill):
+def test_device_blocks_compressed_on_the_gpu(tmp_path, monkeypatch, dtype, fill, per_shard):
     """write_block with a CuPy block stores GPU frames (groups of three chunks,
     reusing both pinned buffers) that Zarr reads back as the block; with
-    MGAPSP_GPU_COMPRESS=0 the host compresses instead, byte for byte as Zarr."""
+    MGAPSP_GPU_COMPRESS=0 the host compresses instead, byte for byte as Zarr.  Into
+    shards of a whole row of chunks, or of four (a group then spans two shards), the
+    storing threads write the frames in pieces of 1 KB."""
     import cupy
 
     from mgapsp._kernels import staging
 
     monkeypatch.setattr(staging, "FRAME_GROUP_BYTES", 3 * 16 * 64 * np.dtype(dtype).itemsize)
-    rng = np.random.default_rng(5)
+    monkeypatch.setattr(writer, "PIECE_BYTES", 1024)
     shape, chunks = (45, 650), (16, 64)
-    arrays = {}
+    shards = (16, 64 * per_shard) if per_shard else None
     for mode in ("1", "0"):
         monkeypatch.setenv("MGAPSP_GPU_COMPRESS", mode)
-        arrays[mode] = arr = zarr.create_array(
-            tmp_path / f"{dtype}-{mode}.zarr", shape=shape, chunks=chunks, dtype=dtype,
-            fill_value=fill, compressors=[COMPRESSIONS["lz4"]])
-        host = zarr.create_array(tmp_path / f"{dtype}-{mode}-host.zarr", shape=shape,
-                                 chunks=chunks, dtype=dtype, fill_value=fill,
-                                 compressors=[COMPRESSIONS["lz4"]])
+        arr, host = (zarr.create_array(tmp_path / f"{dtype}-{mode}-{tag}.zarr", shape=shape,
+                                       chunks=chunks, shards=shards, dtype=dtype,
+                                       fill_value=fill, compressors=[COMPRESSIONS["lz4"]])
+                     for tag in ("gpu", "host"))
         rng = np.random.default_rng(5)
         for start in range(0, shape[0], chunks[0]):
             stop = min(start + chunks[0], shape[0])
@@ -237,7 +238,10 @@ def test_device_blocks_compressed_on_the_gpu(tmp_path, monkeypatch, dtype, fill)
             host[start:stop, :] = block
             assert stats["bytes"] > 0
         np.testing.assert_array_equal(arr[:], host[:])
-        files = sorted((tmp_path / f"{dtype}-{mode}.zarr" / "c").rglob("*"))
-        same = all(f.read_bytes() == (tmp_path / f"{dtype}-{mode}-host.zarr" / f.relative_to(
-            tmp_path / f"{dtype}-{mode}.zarr")).read_bytes() for f in files if f.is_file())
+        ours, theirs = (tmp_path / f"{dtype}-{mode}-{tag}.zarr" for tag in ("gpu", "host"))
+        files = sorted(f.relative_to(ours) for f in (ours / "c").rglob("*") if f.is_file())
+        assert files == sorted(f.relative_to(theirs) for f in (theirs / "c").rglob("*")
+                               if f.is_file())
+        assert len(files) == 3 * (-(-11 // per_shard) if per_shard else 11)
+        same = all((ours / f).read_bytes() == (theirs / f).read_bytes() for f in files)
         assert same == (mode == "0")

@@ -200,6 +200,41 @@ def test_workers_flag_their_batches_and_old_stores_still_resume(cpu_client, data
     assert verify_store(out, all_rows=True).ok
 
 
+def test_a_file_per_batch_and_stores_of_chunk_files_still_resume(cpu_client, data_dir,
+                                                                  tmp_path, monkeypatch):
+    """A new store keeps each batch's rows in one file, a shard of its row of chunks;
+    ``shards=False`` writes a file per chunk, and such a store resumes as it is."""
+    from mgapsp import plan as plan_module
+
+    monkeypatch.setattr(plan_module, "CHUNK_ELEMENTS", 64 * 1024)   # 1,024-column chunks
+    graph = mgapsp.read_graph(data_dir / "rome99.gr")
+    sources = _sources(graph, 300)
+    for shards in (True, False):
+        out = tmp_path / f"s{shards}.zarr"
+        run_job(graph, out, cpu_client, batch_size=64, sources=sources, shards=shards)
+        store = Store.open(out)
+        dist = store.group["distances"]
+        cols = -(-graph.n // dist.chunks[1])
+        assert dist.chunks == (64, store.job["col_chunk"]) and cols == 4
+        assert store.job["shards"] is shards
+        assert dist.shards == ((64, cols * dist.chunks[1]) if shards else None)
+        files = sorted(str(p.relative_to(out / "distances" / "c"))
+                       for p in (out / "distances" / "c").rglob("*") if p.is_file())
+        assert files == sorted(f"{b}/{j}" for b in range(5) for j in range(1 if shards else 4))
+        assert verify_store(out, all_rows=True).ok
+    # an interrupted store of chunk files goes on as one
+    store = Store.open(out, mode="r+")
+    for b in (1, 4):
+        (out / "batch_done" / "c" / str(b)).unlink()
+        for f in (out / "distances" / "c" / str(b)).iterdir():
+            f.unlink()
+    report = run_job(graph, out, cpu_client, resume=True, sources=sources)
+    assert report.batches_run == 2 and report.resumed_batches == 3
+    assert Store.open(out).group["distances"].shards is None
+    assert len(list((out / "distances" / "c" / "4").iterdir())) == 4
+    assert verify_store(out, all_rows=True).ok
+
+
 def test_two_workers_share_the_batches(cpu_client, data_dir, tmp_path):
     graph = mgapsp.read_graph(data_dir / "rome99.gr")
     report = run_job(graph, tmp_path / "w.zarr", cpu_client, batch_size=64,

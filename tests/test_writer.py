@@ -20,12 +20,12 @@ def _chunk_files(path: Path) -> dict[str, bytes]:
             if p.is_file()}
 
 
-def _pair(tmp_path, name, shape, chunks, dtype, fill, compressors):
+def _pair(tmp_path, name, shape, chunks, dtype, fill, compressors, shards=None):
     arrays = []
     for tag in ("ours", "zarrs"):
         arrays.append(zarr.create_array(tmp_path / f"{name}-{tag}.zarr", shape=shape,
-                                        chunks=chunks, dtype=dtype, fill_value=fill,
-                                        compressors=compressors))
+                                        chunks=chunks, shards=shards, dtype=dtype,
+                                        fill_value=fill, compressors=compressors))
     return arrays
 
 
@@ -57,6 +57,73 @@ def test_chunk_bytes_match_zarr(tmp_path, compression, dtype, fill):
     assert _chunk_files(tmp_path / "a-ours.zarr") == _chunk_files(tmp_path / "a-zarrs.zarr")
     np.testing.assert_array_equal(ours[:], theirs[:])
     assert len(_chunk_files(tmp_path / "a-ours.zarr")) == 3 * 4
+
+
+@pytest.mark.parametrize("compression", sorted(COMPRESSIONS))
+@pytest.mark.parametrize("dtype,fill", [("float32", np.nan), ("int32", -1)])
+@pytest.mark.parametrize("per_shard", [4, 2])
+def test_shard_bytes_match_zarr(tmp_path, compression, dtype, fill, per_shard):
+    """Into a sharded array every shard file equals the one Zarr writes: the batch's
+    row of chunks as one shard (4 chunks a row), or as two, the last with room for a
+    chunk past the array's end; a last row batch shorter than the chunk."""
+    rng = np.random.default_rng(11)
+    codec = COMPRESSIONS[compression]
+    shape, chunks = (45, 203), (16, 64)
+    ours, theirs = _pair(tmp_path, "h", shape, chunks, dtype, fill,
+                         [codec] if codec else None, shards=(16, 64 * per_shard))
+    for start in range(0, shape[0], chunks[0]):
+        stop = min(start + chunks[0], shape[0])
+        block = _block(rng, stop - start, shape[1], dtype)
+        stats = writer.write_block(ours, start, block)
+        theirs[start:stop, :] = block
+        np.testing.assert_array_equal(ours[start:stop, :], block)
+        assert stats["bytes"] == sum(len(b) for k, b in _chunk_files(
+            tmp_path / "h-ours.zarr").items() if k.startswith(f"c/{start // 16}/"))
+    files = _chunk_files(tmp_path / "h-ours.zarr")
+    assert files == _chunk_files(tmp_path / "h-zarrs.zarr")
+    assert len(files) == 3 * (4 // per_shard)
+    np.testing.assert_array_equal(ours[:], theirs[:])
+
+
+def test_shards_in_a_store_that_is_not_local(tmp_path):
+    """A sharded array in a memory store gets its shards through the store."""
+    arr = zarr.create_array(zarr.storage.MemoryStore(), shape=(20, 150), chunks=(8, 40),
+                            shards=(8, 80), dtype="float32", fill_value=np.nan,
+                            compressors=[COMPRESSIONS["lz4"]])
+    block = _block(np.random.default_rng(4), 20, 150, "float32")
+    for start in range(0, 20, 8):
+        writer.write_block(arr, start, block[start:start + 8])
+    np.testing.assert_array_equal(arr[:], block)
+
+
+@pytest.mark.parametrize("failing", ["compress", "write"])
+def test_a_failed_shard_leaves_nothing(tmp_path, monkeypatch, failing):
+    """A chunk that fails to compress, or a file write that fails once two shards are
+    open, fails the batch's write: no shard is put in place and no partial file stays
+    behind; the next attempt writes the batch whole."""
+    arr = zarr.create_array(tmp_path / "f.zarr", shape=(16, 300), chunks=(16, 64),
+                            shards=(16, 128), dtype="float32", fill_value=np.nan,
+                            compressors=[COMPRESSIONS["lz4"]])
+    block = _block(np.random.default_rng(6), 16, 300, "float32")
+    name = "_host_tile" if failing == "compress" else "_pwrite"
+    real, calls = getattr(writer, name), []
+
+    def fail_fourth(*args):
+        calls.append(args)
+        if len(calls) == 4:
+            raise OSError("disk gone")
+        return real(*args)
+
+    monkeypatch.setattr(writer, name, fail_fourth)
+    with pytest.raises(OSError, match="disk gone"):
+        writer.write_block(arr, 0, block)
+    assert len(calls) >= 4
+    assert [p for p in (tmp_path / "f.zarr").rglob("*") if p.is_file()] == [
+        tmp_path / "f.zarr" / "zarr.json"]
+    monkeypatch.setattr(writer, name, real)
+    writer.write_block(arr, 0, block)
+    np.testing.assert_array_equal(arr[:], block)
+    assert sorted(_chunk_files(tmp_path / "f.zarr")) == ["c/0/0", "c/0/1", "c/0/2"]
 
 
 def test_other_codecs_fall_back_to_zarr(tmp_path):
