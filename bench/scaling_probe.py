@@ -122,7 +122,10 @@ def use_variant(name: str, client=None) -> None:
     - ``chunk-files``: a store of a file per chunk (``shards=False``; before session
       10) instead of a shard file per batch;
     - ``piece-<KB>``: a shard's frames written in pieces of at least that many KB
-      (``writer.PIECE_BYTES``).
+      (``writer.PIECE_BYTES``);
+    - ``batched-<us>``: Dask's batched streams (client to scheduler, scheduler to
+      workers and clients, workers to scheduler) send at most that many microseconds
+      apart (``_batched_intervals``).
 
     Variants join with ``+`` (``whole-2+frames-128``)."""
     parts = name.split("+")
@@ -138,6 +141,28 @@ def use_variant(name: str, client=None) -> None:
     if client is not None:
         client.direct_to_workers = True if "direct" in parts else None
         client.run(_worker_variant, parts)
+        batched = [int(p.split("-")[1]) * 1e-6 for p in parts if p.startswith("batched-")]
+        _batched_intervals(client, batched[0] if batched else None)
+
+
+def _batched_intervals(client, seconds: float | None) -> None:
+    """Every batched stream of the job's messages waits at most ``seconds`` between
+    sends (``batched-<us>``), else Dask's own intervals: 10 ms from the client to the
+    scheduler, 5 ms from the scheduler to each worker, 2 ms from the scheduler to a
+    client and from a worker to the scheduler."""
+
+    def on_scheduler(dask_scheduler=None, seconds=seconds):
+        for bcomm in dask_scheduler.stream_comms.values():
+            bcomm.interval = 0.005 if seconds is None else seconds
+        for bcomm in dask_scheduler.client_comms.values():
+            bcomm.interval = 0.002 if seconds is None else seconds
+
+    def on_worker(dask_worker=None, seconds=seconds):
+        dask_worker.batched_stream.interval = 0.002 if seconds is None else seconds
+
+    client.scheduler_comm.interval = 0.010 if seconds is None else seconds
+    client.run_on_scheduler(on_scheduler)
+    client.run(on_worker)
 
 
 class _WholeSlot:
