@@ -310,9 +310,13 @@ class _ShardFile:
             self.lay.store_set(self.key, whole)
             return len(whole)
         _pwrite(self.fd, tail, self.end)
-        os.close(self.fd)
-        self.fd = None
-        os.replace(self.tmp, self.path)
+        fd, self.fd = self.fd, None
+        try:
+            os.close(fd)
+            os.replace(self.tmp, self.path)
+        except BaseException:
+            self.tmp.unlink(missing_ok=True)
+            raise
         return self.end + len(tail)
 
     def abort(self) -> None:

@@ -96,31 +96,33 @@ def test_shards_in_a_store_that_is_not_local(tmp_path):
     np.testing.assert_array_equal(arr[:], block)
 
 
-@pytest.mark.parametrize("failing", ["compress", "write"])
+@pytest.mark.parametrize("failing", ["compress", "write", "rename"])
 def test_a_failed_shard_leaves_nothing(tmp_path, monkeypatch, failing):
-    """A chunk that fails to compress, or a file write that fails once two shards are
-    open, fails the batch's write: no shard is put in place and no partial file stays
-    behind; the next attempt writes the batch whole."""
+    """A chunk that fails to compress, a file write that fails once two shards are
+    open, or a shard that fails to be renamed into place, fails the batch's write: no
+    shard is put in place and no partial file stays behind; the next attempt writes the
+    batch whole."""
     arr = zarr.create_array(tmp_path / "f.zarr", shape=(16, 300), chunks=(16, 64),
                             shards=(16, 128), dtype="float32", fill_value=np.nan,
                             compressors=[COMPRESSIONS["lz4"]])
     block = _block(np.random.default_rng(6), 16, 300, "float32")
-    name = "_host_tile" if failing == "compress" else "_pwrite"
-    real, calls = getattr(writer, name), []
+    where, name, nth = {"compress": (writer, "_host_tile", 4), "write": (writer, "_pwrite", 4),
+                        "rename": (os, "replace", 1)}[failing]
+    real, calls = getattr(where, name), []
 
-    def fail_fourth(*args):
+    def fail_nth(*args):
         calls.append(args)
-        if len(calls) == 4:
+        if len(calls) == nth:
             raise OSError("disk gone")
         return real(*args)
 
-    monkeypatch.setattr(writer, name, fail_fourth)
+    monkeypatch.setattr(where, name, fail_nth)
     with pytest.raises(OSError, match="disk gone"):
         writer.write_block(arr, 0, block)
-    assert len(calls) >= 4
+    assert len(calls) >= nth
     assert [p for p in (tmp_path / "f.zarr").rglob("*") if p.is_file()] == [
         tmp_path / "f.zarr" / "zarr.json"]
-    monkeypatch.setattr(writer, name, real)
+    monkeypatch.setattr(where, name, real)
     writer.write_block(arr, 0, block)
     np.testing.assert_array_equal(arr[:], block)
     assert sorted(_chunk_files(tmp_path / "f.zarr")) == ["c/0/0", "c/0/1", "c/0/2"]
