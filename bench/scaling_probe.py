@@ -25,7 +25,6 @@ import shutil
 import tempfile
 import time
 from collections import deque
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -250,8 +249,8 @@ def _worker_variant(parts: list[str], dask_worker=None) -> None:
     store = [int(p.split("-")[1]) for p in parts if p.startswith("store-")]
     want = store[0] if store else wr.store_threads()
     pool = wr._POOLS.get("store")
-    if pool is None or pool._max_workers != want:
-        wr._POOLS["store"] = ThreadPoolExecutor(want, thread_name_prefix="mgapsp-store")
+    if pool is None or pool.threads != want:
+        wr._POOLS["store"] = wr._Pool(want, "mgapsp-store")
     for part in parts:
         if part.startswith("frames-"):
             staging.FRAME_GROUP_BYTES = int(part.split("-")[1]) * 2**20

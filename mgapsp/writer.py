@@ -58,7 +58,15 @@ __all__ = ["write_block", "write_chunk", "write_threads", "store_threads", "gpu_
 #: one GPU the same (bench/write_path_notes.md).
 STORE_THREADS = 4
 
-_POOLS: dict[str, ThreadPoolExecutor] = {}
+class _Pool(ThreadPoolExecutor):
+    """A pool of threads that knows how many it has."""
+
+    def __init__(self, threads: int, name: str):
+        super().__init__(threads, thread_name_prefix=name)
+        self.threads = threads
+
+
+_POOLS: dict[str, _Pool] = {}
 _POOL_LOCK = threading.Lock()
 _SHUFFLE = {"noshuffle": 0, "shuffle": 1, "bitshuffle": 2}
 
@@ -108,13 +116,13 @@ def store_threads() -> int:
     return n if n is not None else min(STORE_THREADS, write_threads())
 
 
-def _pool(kind: str = "write") -> ThreadPoolExecutor:
+def _pool(kind: str = "write") -> _Pool:
     """This process's pool of ``write`` threads (host compression) or of ``store``
     threads (frames made on the GPU)."""
     with _POOL_LOCK:
         if kind not in _POOLS:
             n = write_threads() if kind == "write" else store_threads()
-            _POOLS[kind] = ThreadPoolExecutor(n, thread_name_prefix=f"mgapsp-{kind}")
+            _POOLS[kind] = _Pool(n, f"mgapsp-{kind}")
         return _POOLS[kind]
 
 
@@ -214,30 +222,29 @@ def _little(codec, kind) -> bool:
 
 def _write_file(path: Path, data) -> int:
     """``data`` into the file ``path`` as a whole: written beside it, then renamed."""
-    tmp = path.with_name(f"{path.name}.{uuid.uuid4().hex}.partial")
+    tmp, fd = _open_partial(path)
     try:
         try:
-            f = open(tmp, "wb")
-        except FileNotFoundError:       # the chunk's directory is new
-            path.parent.mkdir(parents=True, exist_ok=True)
-            f = open(tmp, "wb")
-        with f:
-            f.write(memoryview(data))
+            n = _pwrite(fd, data, 0)
+        finally:
+            os.close(fd)
         os.replace(tmp, path)
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
-    return len(data)
+    return n
 
 
-def _open_new(path: Path) -> int:
-    """A new file at ``path``, open for writing (its directory made if need be)."""
+def _open_partial(path: Path) -> tuple[Path, int]:
+    """A new file beside ``path``, to be renamed there once whole, open for writing
+    (the directory made if need be): its path and descriptor."""
+    tmp = path.with_name(f"{path.name}.{uuid.uuid4().hex}.partial")
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
     try:
-        return os.open(path, flags, 0o666)
-    except FileNotFoundError:       # the shard's directory is new
+        return tmp, os.open(tmp, flags, 0o666)
+    except FileNotFoundError:       # the chunk's directory is new
         path.parent.mkdir(parents=True, exist_ok=True)
-        return os.open(path, flags, 0o666)
+        return tmp, os.open(tmp, flags, 0o666)
 
 
 def _pwrite(fd: int, data, offset: int) -> int:
@@ -274,8 +281,7 @@ class _ShardFile:
         self.parts: list[tuple[int, bytes]] = []
         if lay.root is not None:
             self.path = lay.root / self.key
-            self.tmp = self.path.with_name(f"{self.path.name}.{uuid.uuid4().hex}.partial")
-            self.fd = _open_new(self.tmp)
+            self.tmp, self.fd = _open_partial(self.path)
 
     def place(self, k: int, sizes) -> int:
         """Room for chunks ``k, k + 1, ..`` of ``sizes`` bytes after those placed
@@ -376,7 +382,7 @@ class _ShardRow:
             sh = self._shard(s)
             at = sh.place(j - s * per, np.diff(starts[j - first:last - first + 1]))
             span = frames[a:b]
-            pieces = max(1, min(store_threads(), len(span) // PIECE_BYTES))
+            pieces = max(1, min(pool.threads, len(span) // PIECE_BYTES))
             cuts = [len(span) * p // pieces for p in range(pieces + 1)]
             futures.extend(pool.submit(sh.write, at + c0, span[c0:c1])
                            for c0, c1 in zip(cuts, cuts[1:]))
