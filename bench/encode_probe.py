@@ -1,14 +1,15 @@
 """Device time of each kernel of the GPU Blosc encoder on one batch's block (a probe).
 
     python3 bench/encode_probe.py tests/data/p2p-Gnutella31.txt 1956 978 \
-        [--first 60630] [--blocks 0,128,32]
+        [--first 60630] [--blocks 0,128,32] [--accept 4,8]
 
 For each batch size: the block of the rows from ``--first`` on (Bellman-Ford on the
 GPU), cut into the store's chunks (``plan.column_chunk``) and compressed by
 ``blosc.encode_chunks``: its time (CUDA events, median of 5 after a warm-up), then each
 kernel's time with a wait after each, and the copy of the frames to pinned memory.
 With ``--blocks``, each Blosc block size in turn (KB; 0: the encoder's own), every
-frame decoded again by numcodecs and compared with its chunk.
+frame decoded again by numcodecs and compared with its chunk.  With ``--accept``,
+each shortest match the LZ4 parse takes in turn (``blosc.ACCEPT_MATCH``).
 """
 from __future__ import annotations
 
@@ -49,6 +50,8 @@ def main(argv=None):
     p.add_argument("--first", type=int, default=0, help="the block's first source")
     p.add_argument("--blocks", default="0",
                    help="comma-separated Blosc block sizes in KB (0: the encoder's own)")
+    p.add_argument("--accept", default=str(blosc.ACCEPT_MATCH),
+                   help="comma-separated shortest matches the LZ4 parse takes (4 to 8)")
     args = p.parse_args(argv)
     g = mgapsp.read_graph(args.graph)
     gpu = pipeline.get_backend("gpu")
@@ -65,7 +68,9 @@ def main(argv=None):
                 lambda nbytes, ts, cl, _b=kb * 1024: min(_b, nbytes) if nbytes >= _b
                 else own(nbytes, ts, cl))
             blosc.frame_layout.cache_clear()
-            _measure(block, rows, cc, count, kb, untimed)
+            for accept in map(int, args.accept.split(",")):
+                blosc.ACCEPT_MATCH = accept
+                _measure(block, rows, cc, count, kb, untimed)
         blosc.blocksize = own
         blosc.frame_layout.cache_clear()
 
@@ -83,7 +88,7 @@ def _measure(block, rows, cc, count, kb, untimed):
         b.synchronize()
         totals.append(cupy.cuda.get_elapsed_time(a, b))
     times: dict = {}
-    blosc._kernel = lambda name, file: _Timed(name, untimed(name, file), times)
+    blosc._kernel = lambda name, *args: _Timed(name, untimed(name, *args), times)
     for _ in range(5):
         frames, starts = blosc.encode_chunks(block, rows, cc, 0, count, np.inf, 5)
     blosc._kernel = untimed
@@ -105,7 +110,8 @@ def _measure(block, rows, cc, count, kb, untimed):
         if not np.array_equal(got.reshape(rows, cc), want):
             raise SystemExit(f"chunk {k} of blocks of {kb} KB does not decode to its values")
     print(f"{rows} rows, {count} chunks of {rows} x {cc}, blocks "
-          f"{blosc.frame_layout(rows * cc * 4, 4, 5).blocksize // 1024} KB: encode_chunks "
+          f"{blosc.frame_layout(rows * cc * 4, 4, 5).blocksize // 1024} KB, matches of "
+          f"{blosc.ACCEPT_MATCH}+: encode_chunks "
           f"{np.median(totals[1:]):.2f} ms, {frames.nbytes / 2**20:.1f} MiB of frames "
           f"(ratio {block.nbytes / frames.nbytes:.1f}); kernels "
           + ", ".join(f"{k} {np.median(v):.2f}" for k, v in times.items())

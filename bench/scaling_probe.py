@@ -22,6 +22,7 @@ import argparse
 import json
 import os
 import shutil
+import sys
 import tempfile
 import time
 from collections import deque
@@ -61,6 +62,9 @@ def _zarr_attributes(group, updates):
 _DIRECT = writer.update_attributes
 _CHUNKS = pipeline.column_chunk
 _IN_FLIGHT = pipeline.IN_FLIGHT_PER_THREAD
+_CLIENT_SWITCH = sys.getswitchinterval()
+_ON_EVENT = pipeline._Finished.__dict__["_on_event"]
+_DROP_EVENT = classmethod(lambda cls, event: None)
 
 
 def _plain_chunks(n: int, batch_size: int) -> int:
@@ -125,6 +129,14 @@ def use_variant(name: str, client=None) -> None:
     - ``batched-<us>``: Dask's batched streams (client to scheduler, scheduler to
       workers and clients, workers to scheduler) send at most that many microseconds
       apart (``_batched_intervals``).
+    - ``fetch``: the client fetches each batch's result instead of taking its
+      worker's announcement (``pipeline._Finished``; before session 11 it gathered
+      them in the background);
+    - ``accept-<n>``: the GPU's LZ4 parse takes matches of ``n`` bytes or more
+      (``blosc.ACCEPT_MATCH``);
+    - ``client-switch-<us>``: the client's process (where a ``LocalCUDACluster``'s
+      scheduler runs too) switches threads every that many microseconds during the job
+      (else as it was).
 
     Variants join with ``+`` (``whole-2+frames-128``)."""
     parts = name.split("+")
@@ -137,6 +149,10 @@ def use_variant(name: str, client=None) -> None:
     inflight = [int(p.split("-")[1]) for p in parts if p.startswith("inflight-")]
     pipeline.IN_FLIGHT_PER_THREAD = inflight[0] if inflight else _IN_FLIGHT
     writer.update_attributes = _zarr_attributes if "zarr-record" in parts else _DIRECT
+    pipeline._Finished._on_event = _DROP_EVENT if "fetch" in parts else _ON_EVENT
+    client_switch = [int(p.split("-")[2]) * 1e-6 for p in parts
+                     if p.startswith("client-switch-")]
+    sys.setswitchinterval(client_switch[0] if client_switch else _CLIENT_SWITCH)
     if client is not None:
         client.direct_to_workers = True if "direct" in parts else None
         client.run(_worker_variant, parts)
@@ -227,6 +243,10 @@ def _worker_variant(parts: list[str], dask_worker=None) -> None:
 
     staging.FRAME_GROUP_BYTES = defaults["frames"]
     wr.PIECE_BYTES = defaults.setdefault("piece", wr.PIECE_BYTES)
+    blosc.ACCEPT_MATCH = defaults.setdefault("accept", blosc.ACCEPT_MATCH)
+    for part in parts:
+        if part.startswith("accept-"):
+            blosc.ACCEPT_MATCH = int(part.split("-")[1])
     for part in parts:
         if part.startswith("piece-"):
             wr.PIECE_BYTES = int(part.split("-")[1]) * 1024
@@ -446,6 +466,36 @@ def trace_batches(events: dict, tasks: list, batches: list, t0: float) -> list[d
     return out
 
 
+def stories(client, t0: float, keys: list[str]) -> dict:
+    """Where Dask's time went for ``keys`` (``--story``): each transition of each key on
+    the scheduler and on the worker that ran it, as ``"where:start>finish@ms"`` from
+    the job's start."""
+
+    def on_scheduler(keys=keys, dask_scheduler=None):
+        out = {}
+        for k in keys:
+            evs = dask_scheduler.story(k)
+            out[k] = [(e[1], e[2], e[-1]) for e in evs]
+            # the graph's arrival: update_graph's start, in its stimulus id
+            stim = str(evs[0][4]) if evs else ""
+            if stim.startswith("update-graph-"):
+                out[k].append(("graph", "in", float(stim.rsplit("-", 1)[1])))
+        return out
+
+    def on_worker(keys=keys, dask_worker=None):
+        return {k: [(e[1], e[2], e[-1]) for e in dask_worker.state.story(k)
+                    if len(e) >= 6 and isinstance(e[-1], float)] for k in keys}
+
+    out = {k: [] for k in keys}
+    for k, evs in client.run_on_scheduler(on_scheduler).items():
+        out[k] += [(t, f"s:{a}>{b}") for a, b, t in evs]
+    for w, per in client.run(on_worker).items():
+        for k, evs in per.items():
+            out[k] += [(t, f"w{w[-5:]}:{a}>{b}") for a, b, t in evs]
+    return {k: [f"{name}@{(t - t0) * 1e3:.1f}" for t, name in sorted(v)]
+            for k, v in out.items()}
+
+
 def _priority_frames(frame_groups):
     """``frame_groups`` run on this thread's stream of the highest priority (``prio``)."""
     import threading
@@ -585,6 +635,8 @@ def main(argv=None):
     p.add_argument("--backend", default="gpu", help="gpu; cpu for a dry run of the probe")
     p.add_argument("--trace", action="store_true",
                    help="time each batch's steps on the workers (its write, frames, files)")
+    p.add_argument("--story", action="store_true",
+                   help="print Dask's transitions of each job's first and last batch")
     p.add_argument("--variants", default="pipeline",
                    help="comma-separated variants (see use_variant) that the jobs take in "
                         "turn, --repeats jobs each; medians of each")
@@ -615,8 +667,8 @@ def main(argv=None):
                 Client(cluster) as client:
             client.wait_for_workers(k, timeout=120)
             if args.switch_interval:
-                import sys
-
+                global _CLIENT_SWITCH
+                _CLIENT_SWITCH = args.switch_interval
                 sys.setswitchinterval(args.switch_interval)
                 client.run(sys.setswitchinterval, args.switch_interval)
             else:       # as mgapsp.cluster.connect
@@ -665,6 +717,13 @@ def main(argv=None):
                         f"b{b['batch']} {b['frames'] * 1e3:.1f} (encode {b['encode'] * 1e3:.1f}, "
                         f"pin {b['pin'] * 1e3:.1f}{' grew' if b['grew'] else ''})"
                         for b in line["trace"] if b["frames"] > 0.012), flush=True)
+                if args.story:
+                    first = min(line["tasks"], key=lambda t: t["start"])["key"]
+                    last = max(line["tasks"], key=lambda t: t["stop"])["key"]
+                    line["story"] = stories(client, t0, [first, last])
+                    for what, key in (("first", first), ("last", last)):
+                        print(f"  story of the {what} batch: "
+                              + " ".join(line["story"][key]), flush=True)
                 last_stop = rep.seconds - line["tail_s"]
                 line.update(first_sent_s=rep.marks["first_sent"],
                             window_sent_s=rep.marks["window_sent"],

@@ -32,11 +32,19 @@
 // LZ4 (the block format of lz4_Block_format.md): one warp per stream.  The warp looks
 // at 32 positions at once: each lane hashes the 4 bytes at its position into the
 // warp's table in shared memory (4096 entries, 16-bit positions: a candidate is only
-// a hint, always checked against the bytes), and an earlier lane holding the same 4
-// bytes is a candidate too.  The first lane with a real match wins; the warp extends
-// the match 128 bytes per step, then backwards into the pending literals, and writes
-// the sequence.  The format's end rules hold: no match starts in the last 12 bytes
-// or covers the last 5.  A stream that would not shrink is stored as it is.
+// a hint, always checked against the bytes), and an earlier lane holding the same
+// bytes is a candidate too.  The first lane with a real match of LZ4_ACCEPT_MATCH
+// bytes or more wins; the warp extends the match 128 bytes per step, then backwards
+// into the pending literals, and writes the sequence.  The format's end rules hold: no
+// match starts in the last 12 bytes or covers the last 5.  A stream that would not
+// shrink is stored as it is.
+//
+// Matches of 8 bytes or more, not the format's 4: a warp spends about the same on
+// every sequence it writes, and the streams full of short matches held up the whole
+// kernel.  One batch of p2p-Gnutella31 (1,956 rows) took the LZ4 kernel 3.63 ms with 4
+// and 2.99 ms with 8, its frames 2% larger; one of the NY road network (2,048 rows)
+// 26.7 and 20.5 ms, its frames 5% smaller (a short match no longer cuts a longer one
+// short); bench/write_path_notes.md.
 
 typedef unsigned char u8;
 typedef unsigned short u16;
@@ -46,7 +54,16 @@ typedef unsigned long long u64;
 #define FULL_MASK 0xffffffffu
 #define LZ4_HASH_LOG 12
 #define LZ4_WARPS 4            // warps (streams in flight) per block of 128 threads
-#define LZ4_MIN_MATCH 4
+#define LZ4_MIN_MATCH 4        // the format's shortest match
+#ifndef LZ4_ACCEPT_MATCH
+#define LZ4_ACCEPT_MATCH 8     // the shortest match the parse takes (4 to 8 bytes)
+#endif
+#if LZ4_ACCEPT_MATCH < 4 || LZ4_ACCEPT_MATCH > 8
+#error "LZ4_ACCEPT_MATCH is 4 to 8"
+#endif
+// the bytes 4 .. LZ4_ACCEPT_MATCH - 1 of a word that a match must also hold
+#define LZ4_ACCEPT_MASK (LZ4_ACCEPT_MATCH == 8 ? 0xffffffffu \
+                         : (1u << (8 * (LZ4_ACCEPT_MATCH - 4))) - 1u)
 #define LZ4_MF_LIMIT 12        // a match starts at least this many bytes before the end
 #define LZ4_LAST_LITERALS 5    // ... and leaves at least this many bytes of literals
 #define LZ4_MAX_DISTANCE 65535
@@ -213,19 +230,25 @@ __device__ int lz4_stream(const u8* __restrict__ src, int len, u8* __restrict__ 
     while (ip <= last_start) {
         const int p = ip + lane;
         const bool live = p <= last_start;
+        // a lane takes a match of LZ4_ACCEPT_MATCH bytes or more that ends by match_end
+        const bool can = live && p + LZ4_ACCEPT_MATCH <= match_end;
         const u32 v = live ? load4(src + p) : 0u;
+        const u32 v2 = can ? load4(src + p + 4) & LZ4_ACCEPT_MASK : 0u;
         const u32 h = lz4_hash(v);
-        // an earlier lane with the same 4 bytes, else the table's hint, checked
-        const unsigned same = __match_any_sync(FULL_MASK, (u64)v | ((u64)!live << 32));
+        // an earlier lane with the same bytes, else the table's hint, checked (the lanes
+        // below a lane that can take a match are live: another lane's key never counts)
+        const unsigned same = __match_any_sync(FULL_MASK, (u64)v | ((u64)v2 << 32));
         const unsigned earlier = same & ((1u << lane) - 1u);
         int cand = -1;
-        if (live) {
+        if (can) {
             if (earlier) {
                 cand = ip + 31 - __clz(earlier);
             } else {
                 const int d = (p - (int)table[h]) & 0xffff;
                 const int c = p - d;
-                if (d != 0 && c >= 0 && load4(src + c) == v) cand = c;
+                if (d != 0 && c >= 0 && load4(src + c) == v
+                    && (load4(src + c + 4) & LZ4_ACCEPT_MASK) == v2)
+                    cand = c;
             }
         }
         __syncwarp();
@@ -242,7 +265,7 @@ __device__ int lz4_stream(const u8* __restrict__ src, int len, u8* __restrict__ 
         int mp = ip + f;
         int mc = __shfl_sync(FULL_MASK, cand, f);
         // forward: 4 bytes a lane, 128 bytes a step, never past match_end
-        int mlen = LZ4_MIN_MATCH;
+        int mlen = LZ4_ACCEPT_MATCH;
         while (true) {
             const int q = mp + mlen + 4 * lane;
             int same_bytes = 0;

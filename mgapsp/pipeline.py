@@ -2,7 +2,7 @@
 
 The client never computes distances.  It plans the job, checks the graph for negative
 cycles (one task), creates the store, and keeps a bounded number of batch tasks
-(``apsp-batch-<i>-<run token>``) in flight with ``as_completed``, each in the queue of
+(``apsp-batch-<i>-<run token>``) in flight, each in the queue of
 the worker whose share of the batches it is (``_Shares``).  Each worker loads the
 graph from the store once per process (no ``scatter(broadcast=True)``: a lost worker
 would lose it), computes its block with its backend, and writes the block's whole
@@ -49,6 +49,11 @@ IN_FLIGHT_PER_THREAD = 4
 #: three calls: with 2 one GPU took 326.6, 312.8 and 306.6 ms, with 1 341.3, 325.5 and
 #: 333.4 (four GPUs 129.2, 117.4, 114.5 against 127.3, 123.2, 115.2 ms).
 GPU_COMPUTING = 2
+
+#: The Dask event topic on which workers announce finished batches (``_announce``).
+#: Every run uses this one topic (the scheduler keeps a bounded log of each topic's
+#: events), and the client keeps the events of its own runs.
+BATCH_TOPIC = "mgapsp-batches"
 
 _BACKENDS: dict[str, Backend] = {}
 
@@ -229,12 +234,39 @@ def run_batch(store_path: str, fingerprint: str, run: str, batch: int, start: in
     if store.workers_mark_batches:
         store.mark_batch(batch)     # after its rows: a flag always means written
     t3 = time.perf_counter()
-    return {"batch": batch, "rows": stop - start, "compute_s": t1 - t0,
-            "load_s": waited, "queued_s": queued, "computing": computing,
-            "write_s": t3 - t1, "mark_s": t3 - t2,
-            "stage_s": written["copy_s"], "worker": _worker_name(),
-            "backend": backend,
-            "stored_bytes": written["bytes"], **(result.stats or {})}
+    stats = _plain({"batch": batch, "rows": stop - start, "compute_s": t1 - t0,
+                    "load_s": waited, "queued_s": queued, "computing": computing,
+                    "write_s": t3 - t1, "mark_s": t3 - t2,
+                    "stage_s": written["copy_s"], "worker": _worker_name(),
+                    "backend": backend,
+                    "stored_bytes": written["bytes"], **(result.stats or {})})
+    _announce(run, stats)
+    return stats
+
+
+def _plain(value):
+    """``value`` with NumPy scalars as Python numbers and tuples as lists: what Dask's
+    messages carry (msgpack)."""
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if isinstance(value, np.generic):
+        return value.item()
+    return value
+
+
+def _announce(run: str, stats: dict) -> None:
+    """Tell the client of run ``run`` that a batch is written: its statistics as a Dask
+    event on :data:`BATCH_TOPIC`, sent with the worker's next message to the scheduler
+    (before the task's own end), so that the client need not fetch the task's result."""
+    try:
+        from distributed import get_worker
+
+        worker = get_worker()
+    except (ImportError, ValueError):   # not in a Dask worker's task
+        return
+    worker.log_event(BATCH_TOPIC, {"run": run, "stats": stats})
 
 
 def _as_range(sources: np.ndarray) -> tuple[int, int] | None:
@@ -316,9 +348,10 @@ class JobReport:
     #: seconds before the batches: the workers probed, the job planned, the store
     #: created (the graph written into it) or opened; not in ``seconds``
     setup_s: float = 0.0
-    #: seconds from the batches' start (``seconds`` counts from there) to: the first
-    #: tasks sent ("first_sent"), all of the first window sent ("window_sent"), the
-    #: last result in hand ("last_result"), the store's last record written ("recorded")
+    #: seconds from the batches' start (``seconds`` counts from there, to the end of
+    #: the last task, after the store's last record) to: the first tasks sent
+    #: ("first_sent"), all of the first window sent ("window_sent"), the last batch
+    #: announced ("last_result"), the store's last record written ("recorded")
     marks: dict = field(default_factory=dict)
 
     @property
@@ -401,6 +434,128 @@ class _Shares:
                 break
             out.append(largest.pop())
         return out
+
+
+class _Finished:
+    """The batches of one run as they end, on the client.
+
+    A worker announces each batch it wrote, with the batch's statistics, as its task's
+    last step (``_announce``).  A batch ends for the client when its announcement
+    arrives: its rows are written and flagged by then, and the announcement comes
+    ahead of the task's own end (it leaves the worker first, and the task's end then
+    waits for the next send of the worker's batched stream, up to 2 ms), with no
+    fetch of the task's result through the scheduler.  The futures say how a batch
+    failed; one that finished unannounced has its result fetched.  Each future is
+    released once it finished (released sooner, its task would be cancelled while it
+    returns, and its entry in the dashboard's task stream lost).
+    """
+
+    #: the runs in progress, by their token (events of other runs are dropped)
+    _runs: dict[str, "_Finished"] = {}
+    _lock = threading.Lock()
+
+    def __init__(self, run: str):
+        import queue
+
+        self.run = run
+        #: batches handed out that have not ended yet
+        self.outstanding: set[int] = set()
+        self._batch_of: dict = {}
+        self._unfinished: dict = {}         # key -> future, until it finishes
+        self._queue: queue.SimpleQueue = queue.SimpleQueue()
+        self._open = True
+        with self._lock:
+            self._runs[run] = self
+
+    @staticmethod
+    def subscribe(client) -> None:
+        """Hear the workers' announcements on ``client``.  Called as a run starts, well
+        before its first tasks: the client's messages to the scheduler go in batches at
+        least 10 ms apart, and its first tasks must not wait behind this one.  Again for
+        every run (a client that reconnected to its scheduler is subscribed anew)."""
+        client.subscribe_topic(BATCH_TOPIC, _Finished._on_event)
+
+    @classmethod
+    def _on_event(cls, event) -> None:
+        """On the client's event loop: an announced batch of one of this process's runs."""
+        msg = event[1]
+        if not isinstance(msg, dict):
+            return
+        mine = cls._runs.get(msg.get("run"))
+        if mine is not None:
+            mine._queue.put(("announced", _plain(msg["stats"])))   # lists, not tuples
+
+    def _ended(self, fut) -> None:
+        """A future's done callback (Dask's callback thread)."""
+        if self._open:
+            self._queue.put(("ended", fut))
+        else:
+            fut.release()
+
+    def watch(self, futures: list, batches: list[int]) -> None:
+        for fut, b in zip(futures, batches):
+            self._batch_of[fut.key] = b
+            self._unfinished[fut.key] = fut
+            self.outstanding.add(b)
+            fut.add_done_callback(self._ended)
+
+    def _get(self):
+        import queue
+
+        while True:
+            try:
+                return self._queue.get(timeout=1.0)
+            except queue.Empty:     # let a KeyboardInterrupt in now and then
+                continue
+
+    def next(self) -> dict:
+        """The statistics of the next batch to end; raises a batch's error."""
+        while True:
+            kind, item = self._get()
+            if kind == "announced":
+                if item["batch"] in self.outstanding:     # else a retried task's
+                    self.outstanding.discard(item["batch"])
+                    return item
+                continue
+            fut = item
+            self._unfinished.pop(fut.key, None)
+            batch = self._batch_of.pop(fut.key, None)
+            if batch not in self.outstanding:
+                fut.release()
+                continue
+            if fut.status != "finished":
+                fut.result()        # raises the task's error, or CancelledError
+            stats = fut.result()    # finished, its announcement lost
+            fut.release()
+            self.outstanding.discard(batch)
+            return stats
+
+    def close(self, *, cancel: bool = False) -> None:
+        """Stop listening.  With ``cancel`` (a failed run), cancel the batches not ended;
+        else wait until the tasks of the ended batches finished too (so that the task
+        stream, and a performance report, holds every batch) and release them."""
+        import queue
+
+        if cancel:
+            for key, fut in list(self._unfinished.items()):
+                if self._batch_of.get(key) in self.outstanding:
+                    fut.cancel()
+        else:
+            while self._unfinished:
+                kind, item = self._get()
+                if kind == "ended":
+                    self._unfinished.pop(item.key, None)
+                    item.release()
+        self._open = False
+        with self._lock:
+            self._runs.pop(self.run, None)
+        while True:
+            try:
+                kind, item = self._queue.get_nowait()
+            except queue.Empty:
+                break
+            if kind == "ended":
+                item.release()
 
 
 def _floyd_warshall_slabs(client, store: Store, graph: Graph, plan: JobPlan,
@@ -528,8 +683,6 @@ def run_job(graph: Graph, out, client, *, algorithm: str = "auto", backend: str 
             on_start: Callable[[JobReport], None] | None = None,
             on_progress: Callable[[JobReport, int, int], None] | None = None) -> JobReport:
     """Compute the rows of ``sources`` into the store at ``out`` on ``client``'s workers."""
-    from distributed import as_completed
-
     t_call = time.perf_counter()
     if resume and overwrite:
         raise MgapspError("--resume and --overwrite contradict each other; pick one")
@@ -538,6 +691,7 @@ def run_job(graph: Graph, out, client, *, algorithm: str = "auto", backend: str 
     # "apsp-batch", and two jobs on one cluster (or a rerun after a failure, whose
     # erred keys the scheduler may still hold) never share a key.
     token = uuid.uuid4().hex[:8]
+    _Finished.subscribe(client)
     if not client.scheduler_info()["workers"]:
         # A cluster being started (a recipe, a batch system) may have no worker yet.
         try:
@@ -632,13 +786,15 @@ def run_job(graph: Graph, out, client, *, algorithm: str = "auto", backend: str 
         # allow_other_workers: a lost worker's batches run elsewhere, and Dask's work
         # stealing may move queued ones to an idle worker (one that joined late)
         with dask.annotate(workers=where.get, allow_other_workers=True):
-            return client.map(
+            futures = client.map(
                 run_batch, [store.path] * k, [graph.fingerprint] * k, [token] * k,
                 [b for b, _ in placed],
                 [r[0] for r in rows], [r[1] for r in rows],
                 [_as_range(plan.sources[r[0]:r[1]]) for r in rows], [plan.backend] * k,
                 [plan.algorithm] * k, [plan.dtype] * k, [plan.predecessors] * k,
                 [plan.cpu_algorithm] * k, [slabs] * k, key=keys)
+        finished.watch(futures, [b for b, _ in placed])
+        return futures
 
     def place(b: int, runner: str) -> tuple[int, str]:
         return b, (owner(b) if owner else runner)
@@ -653,10 +809,10 @@ def run_job(graph: Graph, out, client, *, algorithm: str = "auto", backend: str 
              for b in shares.take(w, threads[w], borrow=False)]
     more = [place(b, w) for w in sorted(threads)
             for b in shares.take(w, (IN_FLIGHT_PER_THREAD - 1) * threads[w], borrow=False)]
-    # results come back in the background as tasks finish, not one round trip each
-    pending = as_completed(submit(first), with_results=True)
+    finished = _Finished(token)
+    submit(first)
     report.marks["first_sent"] = time.perf_counter() - t0
-    pending.update(submit(more))
+    submit(more)
     report.marks["window_sent"] = time.perf_counter() - t0
     n_done = int(done.sum())
     # Progress is recorded in the store's attributes at most every PROGRESS_EVERY_S
@@ -676,11 +832,11 @@ def run_job(graph: Graph, out, client, *, algorithm: str = "auto", backend: str 
         recorded_at = time.perf_counter()
 
     try:
-        for fut, stats in pending:
-            fut.release()
+        while finished.outstanding:
+            stats = finished.next()
             nxt = shares.take(stats["worker"], 1)
             if nxt:
-                pending.update(submit([place(nxt[0], stats["worker"])]))
+                submit([place(nxt[0], stats["worker"])])
             n_done += 1
             rows_done += stats["rows"]
             unrecorded.append(stats["batch"])
@@ -703,22 +859,26 @@ def run_job(graph: Graph, out, client, *, algorithm: str = "auto", backend: str 
             if on_progress:
                 on_progress(report, rows_done, plan.n_sources)
     except BaseException:
-        for fut in list(pending.futures):
-            fut.cancel()
+        finished.close(cancel=True)
         record()
         raise
     finally:
         if slabs:
             client.run(fw_dist.drop_slabs)
     report.marks["last_result"] = time.perf_counter() - t0
-    if n_done == plan.n_batches:
-        # the last batches and the job's end in one update of the store
-        store.mark_done(unrecorded, rows_done, n_done, complete=True, extra={
-            "last_run_seconds": round(time.perf_counter() - t0, 3),
-            "last_run_rows": report.rows_run,
-            "last_run_workers": dict(report.per_worker)})
-        unrecorded.clear()
-    else:
-        record()
-    report.seconds = report.marks["recorded"] = time.perf_counter() - t0
+    try:
+        if n_done == plan.n_batches:
+            # the last batches and the job's end in one update of the store
+            store.mark_done(unrecorded, rows_done, n_done, complete=True, extra={
+                "last_run_seconds": round(time.perf_counter() - t0, 3),
+                "last_run_rows": report.rows_run,
+                "last_run_workers": dict(report.per_worker)})
+            unrecorded.clear()
+        else:
+            record()
+        report.marks["recorded"] = time.perf_counter() - t0
+    finally:
+        # the last tasks finish while the store's record is written
+        finished.close()
+    report.seconds = time.perf_counter() - t0
     return report

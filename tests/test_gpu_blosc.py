@@ -156,12 +156,15 @@ def _blocks():
 
 
 @pytest.mark.gpu
+@pytest.mark.parametrize("accept", [4, 6, 8])
 @pytest.mark.parametrize("case", list(_blocks()), ids=lambda c: c[0])
-def test_gpu_frames_decode_to_the_chunks(case):
+def test_gpu_frames_decode_to_the_chunks(case, accept, monkeypatch):
     """Each frame decodes (numcodecs) to its chunk, padded with the fill value; the
-    same block gives the same bytes twice; an incompressible stream is stored."""
+    same block gives the same bytes twice; an incompressible stream is stored.  Each
+    shortest match the parse may take (``blosc.ACCEPT_MATCH``)."""
     import cupy
 
+    monkeypatch.setattr(blosc, "ACCEPT_MATCH", accept)
     name, block, cr, cc, fill = case
     n_chunks = -(-block.shape[1] // cc)
     frames, starts = blosc.encode_chunks(cupy.asarray(block), cr, cc, 0, n_chunks, fill)
@@ -184,6 +187,27 @@ def test_gpu_frames_decode_to_the_chunks(case):
         assert starts[-1] < block.nbytes * 1.01
     if name == "constant":
         assert starts[-1] < block.nbytes / 100
+
+
+@pytest.mark.gpu
+def test_shortest_match_reaches_the_kernel(monkeypatch):
+    """The parse's shortest match is compiled into the kernel: rows of p2p-Gnutella31
+    give other frames with 4 than with 8, and both decode to the rows."""
+    import cupy
+
+    block = _gnutella_rows(64)
+    cr, cc = 64, 8192
+    n_chunks = -(-block.shape[1] // cc)
+    made = {}
+    for accept in (4, 8):
+        monkeypatch.setattr(blosc, "ACCEPT_MATCH", accept)
+        frames, starts = blosc.encode_chunks(cupy.asarray(block), cr, cc, 0, n_chunks,
+                                             np.nan)
+        made[accept] = frames.get()
+        for g, w in zip(_decode_all(made[accept], starts, (cr, cc), np.float32),
+                        _tiles(block, cr, cc, np.nan)):
+            np.testing.assert_array_equal(g, w)
+    assert made[4].tobytes() != made[8].tobytes()
 
 
 @pytest.mark.gpu

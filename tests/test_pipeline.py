@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 import dask.array as da
 import numpy as np
 import pytest
@@ -241,6 +243,94 @@ def test_two_workers_share_the_batches(cpu_client, data_dir, tmp_path):
                      sources=graph.vertex_ids[:1024])
     assert report.batches_run == 16
     assert len(report.per_worker) == 2, report.per_worker
+
+
+@pytest.mark.parametrize("announced", [True, False])
+def test_batches_end_with_their_workers_announcements(cpu_client, data_dir, tmp_path,
+                                                      monkeypatch, announced):
+    """Each worker announces its written batch as an event; the client takes a batch's
+    statistics from it and fetches no result.  Where announcements are lost, the
+    client fetches each result instead, and the job is the same."""
+    from distributed import Future
+
+    from mgapsp import pipeline
+
+    fetched = []
+    result = Future.result
+
+    def counting_result(self, *args, **kwargs):
+        if str(self.key).startswith("apsp-batch-"):
+            fetched.append(self.key)
+        return result(self, *args, **kwargs)
+
+    monkeypatch.setattr(Future, "result", counting_result)
+    if not announced:
+        monkeypatch.setattr(pipeline._Finished, "_on_event", classmethod(lambda cls, e: None))
+    graph = mgapsp.read_graph(data_dir / "rome99.gr")
+    out = tmp_path / "a.zarr"
+    report = run_job(graph, out, cpu_client, batch_size=64, sources=graph.vertex_ids[:640])
+    assert report.batches_run == 10
+    assert sorted(s["batch"] for s in report.batches) == list(range(10))
+    assert all(s["rows"] == 64 and s["stored_bytes"] > 0 for s in report.batches)
+    assert report.rows_run == 640 and sum(report.per_worker.values()) == 10
+    assert len(fetched) == (0 if announced else 10), fetched
+    # the scheduler keeps the announcements: every batch's statistics, as reported
+    announced_stats = [pipeline._plain(e[1]["stats"])
+                       for e in cpu_client.get_events(pipeline.BATCH_TOPIC)]
+    assert all(s in announced_stats for s in report.batches)
+    assert verify_store(out, all_rows=True).ok
+
+
+def test_every_batch_is_in_the_task_stream_when_the_job_returns(data_dir, tmp_path,
+                                                                monkeypatch):
+    """A batch ends for the client with its announcement, before its task's own end:
+    the job still returns only once every task finished (the dashboard's task stream,
+    and a performance report, show every batch).  Workers in this process here, whose
+    tasks end 0.2 s after their announcements."""
+    from distributed import Client, LocalCluster, get_task_stream
+
+    from mgapsp import pipeline
+
+    announce = pipeline._announce
+
+    def announce_then_linger(run, stats):
+        announce(run, stats)
+        time.sleep(0.2)
+
+    monkeypatch.setattr(pipeline, "_announce", announce_then_linger)
+    graph = mgapsp.read_graph(data_dir / "rome99.gr")
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
+                      dashboard_address="127.0.0.1:0") as cluster, Client(cluster) as client:
+        with get_task_stream(client) as ts:
+            t = time.perf_counter()
+            report = run_job(graph, tmp_path / "t.zarr", client, backend="cpu",
+                             batch_size=32, sources=graph.vertex_ids[:32 * 4])
+            returned = time.perf_counter() - t
+        keys = [t["key"] for t in ts.data if t["key"].startswith("apsp-batch-")]
+        assert sorted(int(k.split("-")[2]) for k in keys) == list(range(4))
+        assert report.batches_run == 4 and report.seconds <= returned
+        assert report.seconds - report.marks["last_result"] > 0.15
+
+
+def test_a_failed_batch_stops_the_job(cpu_client, data_dir, tmp_path):
+    """A batch that fails on its worker fails the job with its error; the batches not
+    ended are cancelled."""
+    import shutil
+
+    graph = mgapsp.read_graph(data_dir / "rome99.gr")
+    out = tmp_path / "f.zarr"
+
+    def break_the_store(report):
+        shutil.rmtree(out / "distances")    # the workers cannot open the array
+
+    with pytest.raises(KeyError, match="distances"):
+        run_job(graph, out, cpu_client, batch_size=32, sources=graph.vertex_ids[:32 * 12],
+                on_start=break_the_store)
+    deadline = time.monotonic() + 10
+    while any(cpu_client.processing().values()) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not any(cpu_client.processing().values())
+    assert Store.open(out).done_mask().sum() == 0
 
 
 def test_many_to_all_rows_are_the_requested_sources(cpu_client, data_dir, tmp_path):

@@ -6,7 +6,8 @@ Uses one worker per GPU where GPUs are visible (``LocalCUDACluster`` on the firs
 GPUs), else k single-threaded CPU workers.  Each point is a whole job, Zarr writes
 included, into a fresh store; rows/s counts the job's rows over the median wall time
 of its batches (``JobReport.seconds``: from the first batch sent to the store's last
-record; the job's setup before them is reported beside it) over ``--repeats`` jobs
+record and the last task's end; the job's setup before them is reported beside it)
+over ``--repeats`` jobs
 after a warm-up job, the cluster up, each started with the page cache written back
 (``os.sync``).  With ``--rounds`` the points are measured that
 many times, each round on new clusters and every other one in reverse order (a
@@ -178,7 +179,7 @@ def main(argv=None) -> int:
     lines = [f"# Scaling: {title}", "",
              "The batches end to end: kernels, staging to the host, compression, Zarr "
              "writes of every row and the store's records, from the first batch sent to "
-             "the store's last record; the median wall time of "
+             "the store's last record and the last task's end; the median wall time of "
              f"{rounds}, each job after a warm-up job on the same cluster and with the "
              "page cache written back.  Setup, before the batches and not in the rows/s "
              "(workers probed, the previous job's store removed, the new one created "

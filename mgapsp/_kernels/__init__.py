@@ -153,25 +153,27 @@ _functions: dict = {}
 _sm_counts: dict = {}
 
 
-def _module(file: str = KERNEL_FILE):
+def _module(file: str = KERNEL_FILE, options: tuple[str, ...] = ()):
     """The compiled RawModule of ``kernels/<file>`` for the current device (compiled
-    once per device and file, at first use)."""
-    if file not in _compilers:
+    once per device, file and extra NVRTC ``options``, at first use)."""
+    key = (file, options)
+    if key not in _compilers:
         cupy = _cupy()
 
         @cupy.memoize(for_each_device=True)
         def compile_module():
-            return cupy.RawModule(code=kernel_source(file), options=_COMPILE_OPTIONS)
+            return cupy.RawModule(code=kernel_source(file),
+                                  options=_COMPILE_OPTIONS + tuple(options))
 
-        _compilers[file] = compile_module
-    return _compilers[file]()
+        _compilers[key] = compile_module
+    return _compilers[key]()
 
 
-def _kernel(name: str, file: str = KERNEL_FILE):
-    key = (device_id(), file, name)
+def _kernel(name: str, file: str = KERNEL_FILE, options: tuple[str, ...] = ()):
+    key = (device_id(), file, name, options)
     fn = _functions.get(key)
     if fn is None:
-        fn = _functions[key] = _module(file).get_function(name)
+        fn = _functions[key] = _module(file, options).get_function(name)
     return fn
 
 
