@@ -460,8 +460,7 @@ class _Finished:
         self.run = run
         #: batches handed out that have not ended yet
         self.outstanding: set[int] = set()
-        self._batch_of: dict = {}
-        self._unfinished: dict = {}         # key -> future, until it finishes
+        self._tasks: dict = {}      # key -> (batch, future), until the future ends
         self._queue: queue.SimpleQueue = queue.SimpleQueue()
         self._open = True
         with self._lock:
@@ -494,8 +493,7 @@ class _Finished:
 
     def watch(self, futures: list, batches: list[int]) -> None:
         for fut, b in zip(futures, batches):
-            self._batch_of[fut.key] = b
-            self._unfinished[fut.key] = fut
+            self._tasks[fut.key] = (b, fut)
             self.outstanding.add(b)
             fut.add_done_callback(self._ended)
 
@@ -518,14 +516,13 @@ class _Finished:
                     return item
                 continue
             fut = item
-            self._unfinished.pop(fut.key, None)
-            batch = self._batch_of.pop(fut.key, None)
+            batch = self._tasks.pop(fut.key, (None, None))[0]
             if batch not in self.outstanding:
                 fut.release()
                 continue
-            if fut.status != "finished":
-                fut.result()        # raises the task's error, or CancelledError
-            stats = fut.result()    # finished, its announcement lost
+            # raises the task's error (or CancelledError); else it finished, its
+            # announcement lost
+            stats = fut.result()
             fut.release()
             self.outstanding.discard(batch)
             return stats
@@ -537,14 +534,14 @@ class _Finished:
         import queue
 
         if cancel:
-            for key, fut in list(self._unfinished.items()):
-                if self._batch_of.get(key) in self.outstanding:
+            for batch, fut in list(self._tasks.values()):
+                if batch in self.outstanding:
                     fut.cancel()
         else:
-            while self._unfinished:
+            while self._tasks:
                 kind, item = self._get()
                 if kind == "ended":
-                    self._unfinished.pop(item.key, None)
+                    self._tasks.pop(item.key, None)
                     item.release()
         self._open = False
         with self._lock:
