@@ -190,11 +190,15 @@ def recipe_cluster(tmp_path, *extra):
         assert sched.exists(), f"scheduler file never appeared: {proc.stdout.read1()}"
         yield sched, env
     finally:
-        os.killpg(proc.pid, signal.SIGTERM)
+        # the script may have ended already (it failed to start): its error, above,
+        # is the one to report
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGTERM)
         try:
             proc.wait(timeout=30)
         except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
 
 
 def test_scheduler_file_recipe(data_dir, tmp_path):
