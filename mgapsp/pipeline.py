@@ -333,8 +333,8 @@ class JobReport:
     compute_s: float = 0.0
     #: device seconds (CUDA events) of each GPU worker's batches
     gpu_s: Counter = field(default_factory=Counter)
-    #: each GPU worker's spans of wall-clock time (its own clock) during which a batch
-    #: of it computed: ``[(start, end), ...]``; batches computing at once overlap
+    #: each worker's spans of wall-clock time (its own clock) during which a batch of
+    #: it computed: ``[(start, end), ...]``; batches computing at once overlap
     computing: dict = field(default_factory=dict)
     #: seconds each worker spent writing its blocks
     worker_write_s: Counter = field(default_factory=Counter)
@@ -353,6 +353,8 @@ class JobReport:
     #: ("first_sent"), all of the first window sent ("window_sent"), the last batch
     #: announced ("last_result"), the store's last record written ("recorded")
     marks: dict = field(default_factory=dict)
+    #: the client's wall clock (``time.time()``) when the batches started
+    started: float = 0.0
 
     @property
     def rows_per_second(self) -> float:
@@ -371,8 +373,26 @@ class JobReport:
             return {}
         busy = {w: min(1.0, s / self.seconds) for w, s in self.gpu_s.items()}
         for w, spans in self.computing.items():
-            busy[w] = min(1.0, _covered(spans) / self.seconds)
+            if w in busy:
+                busy[w] = min(1.0, _covered(spans) / self.seconds)
         return busy
+
+
+    def idle_ends(self) -> tuple[float, float] | None:
+        """Seconds at the job's two ends during which no batch computed anywhere: from
+        the batches' start to the first batch computing (Dask's hops to the workers),
+        and from the last batch's kernels to the job's end (the last batches' writes,
+        the notice of their end, the store's last record).  For a short job these are
+        what it pays whatever its workers; None where no batch computed.  The spans are
+        the workers' clocks: exact on one host, as good as the hosts' agreement across
+        several."""
+        spans = [s for w in self.computing.values() for s in w]
+        if not spans or self.seconds <= 0:
+            return None
+        end = self.started + self.seconds
+        first = min(a for a, _ in spans) - self.started
+        last = end - max(b for _, b in spans)
+        return (min(max(first, 0.0), self.seconds), min(max(last, 0.0), self.seconds))
 
 
 def _covered(spans) -> float:
@@ -752,6 +772,7 @@ def run_job(graph: Graph, out, client, *, algorithm: str = "auto", backend: str 
         on_start(report)
     threads = client.nthreads()
     t0 = time.perf_counter()
+    report.started = time.time()
     report.setup_s = t0 - t_call
     slabs = bool(todo) and fw_by_slabs(plan.algorithm, plan.backend, plan.predecessors,
                                        plan.sources, graph.n)
@@ -847,9 +868,9 @@ def run_job(graph: Graph, out, client, *, algorithm: str = "auto", backend: str 
             report.stored_bytes += stats["stored_bytes"]
             if "gpu_s" in stats:
                 report.gpu_s[stats["worker"]] += stats["gpu_s"]
-                if stats["computing"]:
-                    report.computing.setdefault(stats["worker"], []).append(
-                        tuple(stats["computing"]))
+            if stats["computing"]:
+                report.computing.setdefault(stats["worker"], []).append(
+                    tuple(stats["computing"]))
             report.seconds = time.perf_counter() - t0
             if time.perf_counter() - recorded_at >= PROGRESS_EVERY_S:
                 record()

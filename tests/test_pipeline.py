@@ -473,10 +473,41 @@ def test_gpu_busy_counts_overlapping_batches_once():
 
     report = JobReport(plan=None, store=None, seconds=10.0)
     report.gpu_s.update({"a": 9.0, "b": 1.0})
-    report.computing = {"a": [(100.0, 104.0), (101.0, 105.0), (107.0, 108.0)]}
+    report.computing = {"a": [(100.0, 104.0), (101.0, 105.0), (107.0, 108.0)],
+                        "cpu": [(100.0, 109.0)]}
     busy = report.gpu_busy()
     assert busy["a"] == pytest.approx(0.6)      # 100-105 and 107-108
     assert busy["b"] == pytest.approx(0.1)      # spans unknown: its kernels' time
+    assert "cpu" not in busy                    # a CPU worker is no GPU
+
+
+def test_idle_ends_are_the_job_before_and_after_every_batch_computing():
+    """What no worker spends computing at the job's two ends: from its start to the
+    first batch's kernels, from the last batch's kernels to its end."""
+    from mgapsp.pipeline import JobReport
+
+    report = JobReport(plan=None, store=None, seconds=10.0, started=100.0)
+    assert report.idle_ends() is None           # no batch computed
+    report.computing = {"a": [(101.5, 104.0), (103.0, 107.0)], "b": [(102.0, 108.5)]}
+    assert report.idle_ends() == pytest.approx((1.5, 1.5))
+    # a worker's clock behind the client's: clamped to the job
+    report.computing = {"a": [(99.0, 111.0)]}
+    assert report.idle_ends() == (0.0, 0.0)
+
+
+def test_a_run_reports_its_idle_ends(cpu_client, data_dir, tmp_path):
+    """A real job: every worker's computing spans are kept (CPU ones too, which are no
+    GPU's busy share), and its two idle ends fall inside it."""
+    graph = mgapsp.read_graph(data_dir / "rome99.gr")
+    report = run_job(graph, tmp_path / "ends.zarr", cpu_client, batch_size=32,
+                     sources=graph.vertex_ids[:256])
+    assert set(report.computing) == set(report.per_worker)
+    assert sum(map(len, report.computing.values())) == report.batches_run == 8
+    assert report.gpu_busy() == {}
+    first, last = report.idle_ends()
+    assert 0 < first and 0 < last and first + last < report.seconds
+    # the store's last record comes after every batch's kernels
+    assert last >= report.seconds - report.marks["recorded"]
 
 
 def test_shares_follow_threads_then_even_out():

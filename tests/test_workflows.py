@@ -69,5 +69,12 @@ def test_scaling_report(data_dir, tmp_path):
     assert all(len(p["seconds_all"]) == 2 and p["seconds"] == min(p["seconds_all"])
                for p in report["points"])
     assert all(p["rows"] == 512 for p in report["points"])
+    # what no worker computes at the job's two ends, inside the job
+    assert all(0 < a and 0 < b and a + b < p["seconds"]
+               for p in report["points"] for a, b in [p["idle_ends_s"]])
+    table = (out / "scaling.md").read_text()
+    assert "| idle ends ms |" in table
+    assert all(f"| {1e3 * p['idle_ends_s'][0]:.1f}, {1e3 * p['idle_ends_s'][1]:.1f} |"
+               in table for p in report["points"])
     png = (out / "scaling.png").read_bytes()
     assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 5000

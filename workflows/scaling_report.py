@@ -72,6 +72,7 @@ def summarize(workers, reports, threads, batch_size) -> dict:
     runs = [r.seconds for r in reports]
     report = sorted(reports, key=lambda r: r.seconds)[(len(reports) - 1) // 2]
     gpu = report.gpu_busy()
+    ends = report.idle_ends()
     return {"workers": workers, "rows": report.rows_run, "seconds": report.seconds,
             "rows_per_s": report.rows_per_second, "batches": report.batches_run,
             "batch_size": batch_size, "per_worker": dict(report.per_worker),
@@ -81,6 +82,7 @@ def summarize(workers, reports, threads, batch_size) -> dict:
             "write_threads": {w: t[1] for w, t in threads.items()},
             "store_threads": {w: t[0] for w, t in threads.items()},
             "stored_bytes": report.stored_bytes, "seconds_all": runs,
+            "idle_ends_s": list(ends) if ends else None,
             "setup_s": float(np.median([r.setup_s for r in reports]))}
 
 
@@ -167,7 +169,9 @@ def main(argv=None) -> int:
               f"{p['seconds']:.2f} s = {p['rows_per_s']:,.0f} rows/s "
               f"(x{p['rows_per_s'] / points[0]['rows_per_s']:.2f})"
               + (f", GPU busy {p['gpu_busy_mean']:.0%} (mean of workers)"
-                 if p["gpu_busy_mean"] is not None else ""), flush=True)
+                 if p["gpu_busy_mean"] is not None else "")
+              + (", idle ends {:.1f} and {:.1f} ms".format(*(1e3 * v for v in p["idle_ends_s"]))
+                 if p["idle_ends_s"] else ""), flush=True)
     title = f"{graph.name}: {len(sources):,} rows, {backend}, {args.compression}"
     (out / "scaling.json").write_text(json.dumps({"graph": graph.name, "backend": backend,
                                                   "rounds": args.rounds,
@@ -185,16 +189,21 @@ def main(argv=None) -> int:
              "(workers probed, the previous job's store removed, the new one created "
              "with the graph): median shown.  GPU busy: the share of the wall time during "
              "which each worker had a batch computing (batches computing at once count "
-             "once).", "",
-             "| workers | rows/s | speed-up | seconds | setup s | batches of "
+             "once).  Idle ends: from the job's start to the first batch computing on "
+             "any worker, and from the last batch's kernels to the job's end (its "
+             "writes, Dask's notice, the store's last record); a job pays them whatever "
+             "its workers, so they bound the speed-up of short jobs.", "",
+             "| workers | rows/s | speed-up | seconds | idle ends ms | setup s | batches of "
              "| GPU busy (per worker) | threads storing, compressing per worker | stored |",
-             "|---|---|---|---|---|---|---|---|---|"]
+             "|---|---|---|---|---|---|---|---|---|---|"]
     for p in points:
         busy = ", ".join(f"{v:.0%}" for v in p["gpu_busy"].values()) or "-"
+        ends = (", ".join(f"{1e3 * v:.1f}" for v in p["idle_ends_s"])
+                if p["idle_ends_s"] else "-")
         threads = sorted({(p["store_threads"][w], n) for w, n in p["write_threads"].items()})
         lines.append(f"| {p['workers']} | {p['rows_per_s']:,.0f} | "
                      f"{p['rows_per_s'] / points[0]['rows_per_s']:.2f}x | {p['seconds']:.3f} | "
-                     f"{p['setup_s']:.3f} | {p['batch_size']} | {busy} | "
+                     f"{ends} | {p['setup_s']:.3f} | {p['batch_size']} | {busy} | "
                      f"{'; '.join(f'{a}, {b}' for a, b in threads)} | "
                      f"{p['stored_bytes'] / 2**20:,.0f} MiB |")
     (out / "scaling.md").write_text("\n".join(lines) + "\n")
