@@ -6,7 +6,9 @@ can get its bytes (a probe for ``writer.RESERVE``).
 
 Ways: ``pwrite`` (positional writes into a new file, as the writer does), ``truncate``
 and ``fallocate`` (the file given its size first), ``mmap`` (the pieces copied into a
-shared mapping of the file sized first), ``files`` (a file per piece, for reference).
+shared mapping of the file sized first), ``files`` (a file per piece, for reference),
+``direct`` (``O_DIRECT`` positional writes from page-aligned memory, pieces cut at 4 KB,
+past the page cache).
 Prints the median ms per shard and the aggregate GB/s.
 """
 from __future__ import annotations
@@ -22,12 +24,14 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-WAYS = ("pwrite", "truncate", "fallocate", "mmap", "files")
+WAYS = ("pwrite", "truncate", "fallocate", "mmap", "files", "direct")
 
 
 def _write(way: str, path: str, src: np.ndarray, pool, threads: int) -> None:
     n = len(src)
     cuts = [n * p // threads for p in range(threads + 1)]
+    if way == "direct":
+        cuts = [c // 4096 * 4096 for c in cuts[:-1]] + [n]
     pieces = list(zip(cuts, cuts[1:]))
     if way == "files":
         def put(p):
@@ -38,7 +42,8 @@ def _write(way: str, path: str, src: np.ndarray, pool, threads: int) -> None:
                 os.close(fd)
         list(pool.map(put, pieces))
         return
-    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o644)
+    flags = os.O_RDWR | os.O_CREAT | os.O_EXCL | (os.O_DIRECT if way == "direct" else 0)
+    fd = os.open(path, flags, 0o644)
     try:
         if way == "truncate" or way == "mmap":
             os.ftruncate(fd, n)
@@ -60,7 +65,9 @@ def _write(way: str, path: str, src: np.ndarray, pool, threads: int) -> None:
 
 
 def _process(root, way, size, shards, threads, barrier, out):
-    src = np.frombuffer(np.random.default_rng(os.getpid()).bytes(size), dtype=np.uint8)
+    # page-aligned, as O_DIRECT wants (and as a pinned buffer is)
+    src = np.frombuffer(mmap.mmap(-1, size), dtype=np.uint8)
+    src[:] = np.frombuffer(np.random.default_rng(os.getpid()).bytes(size), dtype=np.uint8)
     d = os.path.join(root, f"p{os.getpid()}")
     os.makedirs(d)
     times = []
