@@ -377,7 +377,6 @@ class JobReport:
                 busy[w] = min(1.0, _covered(spans) / self.seconds)
         return busy
 
-
     def idle_ends(self) -> tuple[float, float] | None:
         """Seconds at the job's two ends during which no batch computed anywhere: from
         the batches' start to the first batch computing (Dask's hops to the workers),
