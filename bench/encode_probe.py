@@ -1,7 +1,7 @@
 """Device time of each kernel of the GPU Blosc encoder on one batch's block (a probe).
 
     python3 bench/encode_probe.py tests/data/p2p-Gnutella31.txt 1956 978 \
-        [--first 60630] [--blocks 0,128,32] [--accept 4,8]
+        [--first 60630] [--blocks 0,128,32] [--accept 4,8] [--segments 16,128]
 
 For each batch size: the block of the rows from ``--first`` on (Bellman-Ford on the
 GPU), cut into the store's chunks (``plan.column_chunk``) and compressed by
@@ -9,11 +9,14 @@ GPU), cut into the store's chunks (``plan.column_chunk``) and compressed by
 kernel's time with a wait after each, and the copy of the frames to pinned memory.
 With ``--blocks``, each Blosc block size in turn (KB; 0: the encoder's own), every
 frame decoded again by numcodecs and compared with its chunk.  With ``--accept``,
-each shortest match the LZ4 parse takes in turn (``blosc.ACCEPT_MATCH``).
+each shortest match the LZ4 parse takes in turn (``blosc.ACCEPT_MATCH``); with
+``--segments``, each size of the segments one warp parses (KB, ``blosc.SEGMENT_BYTES``;
+one as large as a stream parses it whole).
 """
 from __future__ import annotations
 
 import argparse
+import itertools
 import time
 
 import cupy
@@ -52,6 +55,12 @@ def main(argv=None):
                    help="comma-separated Blosc block sizes in KB (0: the encoder's own)")
     p.add_argument("--accept", default=str(blosc.ACCEPT_MATCH),
                    help="comma-separated shortest matches the LZ4 parse takes (4 to 8)")
+    p.add_argument("--segments", default=str(blosc.SEGMENT_BYTES // 1024),
+                   help="comma-separated sizes in KB of the segments a warp parses")
+    p.add_argument("--prime", default=str(blosc.PRIME_STRIDE),
+                   help="comma-separated strides of a segment's first hints (0: none)")
+    p.add_argument("--hash-log", default=str(blosc.HASH_LOG),
+                   help="comma-separated log2 sizes of a warp's hash table")
     args = p.parse_args(argv)
     g = mgapsp.read_graph(args.graph)
     gpu = pipeline.get_backend("gpu")
@@ -70,7 +79,12 @@ def main(argv=None):
             blosc.frame_layout.cache_clear()
             for accept in map(int, args.accept.split(",")):
                 blosc.ACCEPT_MATCH = accept
-                _measure(block, rows, cc, count, kb, untimed)
+                for seg, prime, hlog in itertools.product(
+                        map(int, args.segments.split(",")), map(int, args.prime.split(",")),
+                        map(int, args.hash_log.split(","))):
+                    blosc.SEGMENT_BYTES = seg * 1024
+                    blosc.PRIME_STRIDE, blosc.HASH_LOG = prime, hlog
+                    _measure(block, rows, cc, count, kb, untimed)
         blosc.blocksize = own
         blosc.frame_layout.cache_clear()
 
@@ -111,7 +125,8 @@ def _measure(block, rows, cc, count, kb, untimed):
             raise SystemExit(f"chunk {k} of blocks of {kb} KB does not decode to its values")
     print(f"{rows} rows, {count} chunks of {rows} x {cc}, blocks "
           f"{blosc.frame_layout(rows * cc * 4, 4, 5).blocksize // 1024} KB, matches of "
-          f"{blosc.ACCEPT_MATCH}+: encode_chunks "
+          f"{blosc.ACCEPT_MATCH}+, segments of {blosc.SEGMENT_BYTES // 1024} KB, hints every "
+          f"{blosc.PRIME_STRIDE}, table 2**{blosc.HASH_LOG}: encode_chunks "
           f"{np.median(totals[1:]):.2f} ms, {frames.nbytes / 2**20:.1f} MiB of frames "
           f"(ratio {block.nbytes / frames.nbytes:.1f}); kernels "
           + ", ".join(f"{k} {np.median(v):.2f}" for k, v in times.items())

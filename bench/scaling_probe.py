@@ -134,6 +134,8 @@ def use_variant(name: str, client=None) -> None:
       them in the background);
     - ``accept-<n>``: the GPU's LZ4 parse takes matches of ``n`` bytes or more
       (``blosc.ACCEPT_MATCH``);
+    - ``lz4-streams``: the GPU's LZ4 parses each stream whole with one warp and a
+      table of 4,096 positions (before session 13), not in segments;
     - ``client-switch-<us>``: the client's process (where a ``LocalCUDACluster``'s
       scheduler runs too) switches threads every that many microseconds during the job
       (else as it was).
@@ -244,9 +246,14 @@ def _worker_variant(parts: list[str], dask_worker=None) -> None:
     staging.FRAME_GROUP_BYTES = defaults["frames"]
     wr.PIECE_BYTES = defaults.setdefault("piece", wr.PIECE_BYTES)
     blosc.ACCEPT_MATCH = defaults.setdefault("accept", blosc.ACCEPT_MATCH)
+    blosc.SEGMENT_BYTES = defaults.setdefault("segment", blosc.SEGMENT_BYTES)
+    blosc.PRIME_STRIDE = defaults.setdefault("prime", blosc.PRIME_STRIDE)
+    blosc.HASH_LOG = defaults.setdefault("hash_log", blosc.HASH_LOG)
     for part in parts:
         if part.startswith("accept-"):
             blosc.ACCEPT_MATCH = int(part.split("-")[1])
+        elif part == "lz4-streams":
+            blosc.SEGMENT_BYTES, blosc.PRIME_STRIDE, blosc.HASH_LOG = 2**30, 0, 12
     for part in parts:
         if part.startswith("piece-"):
             wr.PIECE_BYTES = int(part.split("-")[1]) * 1024

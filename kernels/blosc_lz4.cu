@@ -29,9 +29,10 @@
 // byte j of every element, element 8 m + l in bit l of byte m.  A block whose element
 // count is not a multiple of 8 is stored unshuffled.
 //
-// LZ4 (the block format of lz4_Block_format.md): one warp per stream.  The warp looks
-// at 32 positions at once: each lane hashes the 4 bytes at its position into the
-// warp's table in shared memory (4096 entries, 16-bit positions: a candidate is only
+// LZ4 (the block format of lz4_Block_format.md): one warp per segment of a stream
+// (`seg` bytes; blosc_lz4 below tells how the segments join).  The warp looks at 32
+// positions at once: each lane hashes the 4 bytes at its position into the
+// warp's table in shared memory (2**LZ4_HASH_LOG 16-bit positions: a candidate is only
 // a hint, always checked against the bytes), and an earlier lane holding the same
 // bytes is a candidate too.  The first lane with a real match of LZ4_ACCEPT_MATCH
 // bytes or more wins; the warp extends the match 128 bytes per step, then backwards
@@ -52,7 +53,12 @@ typedef unsigned int u32;
 typedef unsigned long long u64;
 
 #define FULL_MASK 0xffffffffu
-#define LZ4_HASH_LOG 12
+#ifndef LZ4_HASH_LOG
+#define LZ4_HASH_LOG 11        // the table of a warp: 2**LZ4_HASH_LOG 16-bit positions
+#endif
+#ifndef LZ4_PRIME_STRIDE
+#define LZ4_PRIME_STRIDE 8     // a segment's table starts with every this many positions
+#endif                         // of the 64 KB before it (0: empty)
 #define LZ4_WARPS 4            // warps (streams in flight) per block of 128 threads
 #define LZ4_MIN_MATCH 4        // the format's shortest match
 #ifndef LZ4_ACCEPT_MATCH
@@ -218,15 +224,40 @@ __device__ __forceinline__ int put_sequence(const u8* __restrict__ src, u8* __re
     return op + need;
 }
 
-// Compress one stream src[0, len) into dst; returns its compressed size, or len when
-// it would not shrink (then nothing useful is in dst).  All 32 lanes call it.
-__device__ int lz4_stream(const u8* __restrict__ src, int len, u8* __restrict__ dst,
-                          u16* table, int lane) {
+// What the parse of one segment leaves for the join (int32 each, LZ4_REC a segment).
+#define REC_FIRST 0     // where its first match starts, or -1: no match (all literals)
+#define REC_FIRST_LEN 1 // the first match's length
+#define REC_FIRST_OFF 2 // ... and distance
+#define REC_TAIL 3      // where its last match ends: its literals from there go on into
+                        // the next segment's first sequence
+#define REC_REST 4      // bytes of its later sequences, written at the segment's start
+#define LZ4_REC 5
+
+// Parse the segment src[seg_start, seg_end) of the stream src[0, len): its matches
+// start and end within the segment and may reach back anywhere in the stream (the
+// decoder has all of it by then).  The first sequence is only recorded: its literals
+// begin where an earlier segment's last match ended, which this warp does not know.
+// The later sequences go, encoded, to scratch[seg_start, seg_end); a segment whose
+// sequences would not fit there is taken as all literals.  All 32 lanes call it.
+__device__ void lz4_segment(const u8* __restrict__ src, int len, int seg_start, int seg_end,
+                            u8* __restrict__ scratch, u16* table, int lane, int* rec) {
     for (int i = lane; i < (1 << LZ4_HASH_LOG); i += 32) table[i] = 0;
     __syncwarp();
-    int ip = 0, anchor = 0, op = 0;
-    const int last_start = len - LZ4_MF_LIMIT;       // a match may start at <= this
-    const int match_end = len - LZ4_LAST_LITERALS;   // ... and end at <= this
+#if LZ4_PRIME_STRIDE > 0
+    // hints into the bytes before the segment, within a match's reach: a segment of a
+    // bit plane finds the earlier plane it repeats (later positions win a slot)
+    for (int base = max(0, seg_start - LZ4_MAX_DISTANCE); base <= seg_start - 4;
+         base += 32 * LZ4_PRIME_STRIDE) {
+        const int q = base + lane * LZ4_PRIME_STRIDE;
+        if (q <= seg_start - 4) table[lz4_hash(load4(src + q))] = (u16)q;
+    }
+    __syncwarp();
+#endif
+    int ip = seg_start, anchor = seg_start, op = seg_start;
+    int first = -1, first_len = 0, first_off = 0;
+    // a match may start at <= last_start and end at <= match_end
+    const int last_start = min(len - LZ4_MF_LIMIT, seg_end - 1);
+    const int match_end = min(len - LZ4_LAST_LITERALS, seg_end);
     while (ip <= last_start) {
         const int p = ip + lane;
         const bool live = p <= last_start;
@@ -285,55 +316,127 @@ __device__ int lz4_stream(const u8* __restrict__ src, int len, u8* __restrict__ 
             }
             mlen += 128;
         }
-        // backward, into the literals not yet written
+        // backward, into the literals not yet written (never before the segment)
         while (mp > anchor && mc > 0 && src[mp - 1] == src[mc - 1]) {
             --mp;
             --mc;
             ++mlen;
         }
-        op = put_sequence(src, dst, op, len, anchor, mp - anchor, mlen, mp - mc, lane);
-        if (op < 0) return len;
+        if (first < 0) {
+            first = mp;
+            first_len = mlen;
+            first_off = mp - mc;
+        } else {
+            op = put_sequence(src, scratch, op, seg_end, anchor, mp - anchor, mlen, mp - mc,
+                              lane);
+            if (op < 0) {       // would not fit: the segment stays literals
+                first = -1;
+                break;
+            }
+        }
         ip = anchor = mp + mlen;
         if (lane == 0 && ip - 2 <= len - 4) table[lz4_hash(load4(src + ip - 2))] = (u16)(ip - 2);
         __syncwarp();
     }
-    op = put_sequence(src, dst, op, len, anchor, len - anchor, 0, 0, lane);
-    return op < 0 ? len : op;
+    if (lane == 0) {
+        rec[REC_FIRST] = first;
+        rec[REC_FIRST_LEN] = first_len;
+        rec[REC_FIRST_OFF] = first_off;
+        rec[REC_TAIL] = anchor;
+        rec[REC_REST] = first < 0 ? 0 : op - seg_start;
+    }
 }
 
-// Compress streams: stream s is src[in_off[s], + len[s]) into dst[in_off[s], ...) (a
-// buffer shaped like src: a stream never grows past its own length), its size into
-// size[s].  Warps stride over the streams.
+// Parse streams by segments: stream s is src[in_off[s], + len[s]), its segment k the
+// bytes [k seg, (k + 1) seg) of it (`n_seg` a stream, those past its end empty); the
+// later sequences go to dst[in_off[s] + k seg, ...) (dst shaped like src), the record
+// to rec[(s n_seg + k) LZ4_REC, ...].  Warps stride over the segments.
+//
+// Why segments.  One warp per whole stream (128 KB of a Gnutella31 batch) left the
+// kernel waiting on its slowest stream, one full of short matches: 3.0-3.6 ms for a
+// batch whose median stream took a sixth of that (bench/write_path_notes.md).  The
+// segments of a stream are parsed at once and joined after: the LZ4 block format lets
+// a match refer to any earlier byte, so the only seam is the literals between a
+// segment's last match and the next one's first, which blosc_lz4_sizes and
+// blosc_join write as one sequence.  A segment cuts a match that would run past its
+// end (a few bytes of frame more per segment).
 extern "C" __global__ void __launch_bounds__(32 * LZ4_WARPS)
 blosc_lz4(const u8* __restrict__ src, const long long* __restrict__ in_off,
-          const int* __restrict__ len, u8* __restrict__ dst, int* __restrict__ size,
-          long long n_streams) {
+          const int* __restrict__ len, int seg, int n_seg, u8* __restrict__ dst,
+          int* __restrict__ rec, long long n_streams) {
     __shared__ u16 tables[LZ4_WARPS][1 << LZ4_HASH_LOG];
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-    for (long long s = (long long)blockIdx.x * LZ4_WARPS + warp; s < n_streams;
-         s += (long long)gridDim.x * LZ4_WARPS) {
+    const long long items = n_streams * n_seg;
+    for (long long i = (long long)blockIdx.x * LZ4_WARPS + warp; i < items;
+         i += (long long)gridDim.x * LZ4_WARPS) {
+        const long long s = i / n_seg;
+        const int k = (int)(i - s * n_seg);
         const long long o = in_off[s];
-        const int n = lz4_stream(src + o, len[s], dst + o, tables[warp], lane);
-        if (lane == 0) size[s] = n;
+        const int n = len[s];
+        const int a = (int)min((long long)k * seg, (long long)n);
+        const int b = (int)min((long long)a + seg, (long long)n);
+        lz4_segment(src + o, n, a, b, dst + o, tables[warp], lane, rec + i * LZ4_REC);
         __syncwarp();
     }
 }
 
-// Copy each stream, with its int32 size in front, to out[at[s]]: the compressed bytes
-// from dst, or the shuffled bytes from src where it did not shrink.  A warp a stream.
-extern "C" __global__ void blosc_gather(const u8* __restrict__ src, const u8* __restrict__ dst,
-                                        const long long* __restrict__ in_off,
-                                        const int* __restrict__ len,
-                                        const int* __restrict__ size,
-                                        const long long* __restrict__ at, u8* __restrict__ out,
-                                        long long n_streams) {
+// Each stream's stored size from its segments' records: the compressed size, or its
+// length where it would not shrink (then it is stored as it is).  A thread a stream.
+extern "C" __global__ void blosc_lz4_sizes(const int* __restrict__ len, const int* __restrict__ rec,
+                                           int n_seg, int* __restrict__ size,
+                                           long long n_streams) {
+    for (long long s = blockIdx.x * (long long)blockDim.x + threadIdx.x; s < n_streams;
+         s += (long long)gridDim.x * blockDim.x) {
+        const int* r = rec + s * n_seg * LZ4_REC;
+        long long total = 0;
+        int carry = 0;      // where the pending literals begin
+        for (int k = 0; k < n_seg; ++k, r += LZ4_REC) {
+            if (r[REC_FIRST] < 0) continue;
+            const int lit = r[REC_FIRST] - carry;
+            total += 3 + length_bytes(lit) + lit
+                     + length_bytes(r[REC_FIRST_LEN] - LZ4_MIN_MATCH) + r[REC_REST];
+            carry = r[REC_TAIL];
+        }
+        const int lit = len[s] - carry;
+        total += 1 + length_bytes(lit) + lit;
+        size[s] = total < len[s] ? (int)total : len[s];
+    }
+}
+
+// Write each stream, its int32 size in front, at out[at[s]]: its segments' sequences
+// joined (each segment's first sequence with the literals left pending before it, then
+// its later sequences from dst, then the stream's last literals), or the shuffled
+// bytes from src where it did not shrink.  A warp a stream.
+extern "C" __global__ void blosc_join(const u8* __restrict__ src, const u8* __restrict__ dst,
+                                      const long long* __restrict__ in_off,
+                                      const int* __restrict__ len, const int* __restrict__ size,
+                                      const int* __restrict__ rec, int seg, int n_seg,
+                                      const long long* __restrict__ at, u8* __restrict__ out,
+                                      long long n_streams) {
     const int lane = threadIdx.x & 31;
     for (long long s = (blockIdx.x * (long long)blockDim.x + threadIdx.x) / 32; s < n_streams;
          s += (long long)gridDim.x * blockDim.x / 32) {
-        const int n = size[s];
-        const u8* from = (n == len[s] ? src : dst) + in_off[s];
+        const int n = size[s], L = len[s];
+        const u8* from = src + in_off[s];
         u8* to = out + at[s];
         if (lane < 4) to[lane] = (u8)((u32)n >> (8 * lane));
-        for (int i = lane; i < n; i += 32) to[4 + i] = from[i];
+        if (n == L) {
+            for (int i = lane; i < n; i += 32) to[4 + i] = from[i];
+            continue;
+        }
+        const int* r = rec + s * n_seg * LZ4_REC;
+        int op = 4, carry = 0;
+        for (int k = 0; k < n_seg; ++k, r += LZ4_REC) {
+            const int first = r[REC_FIRST];
+            if (first < 0) continue;
+            op = put_sequence(from, to, op, 0x7fffffff, carry, first - carry,
+                              r[REC_FIRST_LEN], r[REC_FIRST_OFF], lane);
+            const int rest = r[REC_REST];
+            const u8* later = dst + in_off[s] + (long long)k * seg;
+            for (int i = lane; i < rest; i += 32) to[op + i] = later[i];
+            op += rest;
+            carry = r[REC_TAIL];
+        }
+        put_sequence(from, to, op, 0x7fffffff, carry, L - carry, 0, 0, lane);
     }
 }

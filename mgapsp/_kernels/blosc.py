@@ -23,10 +23,12 @@ __all__ = ["KERNEL_FILE", "KERNEL_NAMES", "FrameLayout", "blocksize", "frame_lay
            "encode_chunks", "TYPESIZES"]
 
 KERNEL_FILE = "blosc_lz4.cu"
-KERNEL_NAMES = ("blosc_bitshuffle4", "blosc_bitshuffle8", "blosc_lz4", "blosc_gather")
+KERNEL_NAMES = ("blosc_bitshuffle4", "blosc_bitshuffle8", "blosc_lz4", "blosc_lz4_sizes",
+                "blosc_join")
 #: element sizes the kernels shuffle (float32 / int32, float64 / int64)
 TYPESIZES = (4, 8)
 _LZ4_WARPS = 4                  # as LZ4_WARPS in the .cu file
+_LZ4_REC = 5                    # as LZ4_REC: int32s of a segment's record
 _L1 = 32 * 1024                 # Blosc's L1 size, the base of its block size
 _MIN_BUFFERSIZE = 128           # Blosc splits a block only from this many elements
 _MAX_SPLITS = 16
@@ -37,10 +39,25 @@ _PAD = 16                       # bytes past a buffer's end the 4-byte loads may
 #: bytes; the format's shortest is 4): with 8 the kernel ran 18-23% faster on
 #: p2p-Gnutella31 and NY rows, their frames 2% larger and 5% smaller (blosc_lz4.cu)
 ACCEPT_MATCH = 8
+#: bytes of a stream one warp parses (``blosc_lz4`` in the kernel file: the segments of
+#: a stream are parsed at once, then joined); a segment's hash table starts with every
+#: PRIME_STRIDE-th position of the 64 KB before it (``LZ4_PRIME_STRIDE``; 0: empty)
+#: and holds 2**HASH_LOG positions (``LZ4_HASH_LOG``).  On one H200, CUDA events
+#: (bench/encode_probe.py, bench/write_path_notes.md), a batch of 1,956 p2p-Gnutella31
+#: rows: whole streams of 128 KB and 4,096 positions, LZ4 3.03 ms and the encoder 4.29
+#: ms, 22.3 MiB of frames; segments of 16 KB, no hints, 1.80 ms and 25.7 MiB; with
+#: hints 1.79 ms and 22.7 MiB; and 2,048 positions 1.37 ms (the encoder 2.62) and 22.8
+#: MiB.  A batch of 2,048 NY rows: LZ4 19.3 against 7.0 ms, the encoder 22.2 against
+#: 10.0, frames 169 and 173 MiB.
+SEGMENT_BYTES = 16 * 1024
+PRIME_STRIDE = 8
+HASH_LOG = 11
 
 
 def _lz4_kernel(name: str):
-    return _kernel(name, KERNEL_FILE, (f"-DLZ4_ACCEPT_MATCH={int(ACCEPT_MATCH)}",))
+    return _kernel(name, KERNEL_FILE, (f"-DLZ4_ACCEPT_MATCH={int(ACCEPT_MATCH)}",
+                                       f"-DLZ4_PRIME_STRIDE={int(PRIME_STRIDE)}",
+                                       f"-DLZ4_HASH_LOG={int(HASH_LOG)}"))
 
 
 def blocksize(nbytes: int, typesize: int, clevel: int) -> int:
@@ -167,17 +184,27 @@ def encode_chunks(block, chunk_rows: int, chunk_cols: int, first: int, count: in
               + cupy.asarray(layout.offsets)[None, :]).ravel()
     lengths = cupy.tile(cupy.asarray(layout.lengths), count)
     packed = cupy.empty_like(shuffled)
-    sizes = cupy.empty(n_streams, dtype=cupy.int32)
+    seg = max(64, int(SEGMENT_BYTES))
+    n_seg = max(1, -(-int(layout.lengths.max()) // seg))
+    records = cupy.empty(n_streams * n_seg * _LZ4_REC, dtype=cupy.int32)
     fn = _lz4_kernel("blosc_lz4")
-    fn((max(1, min(-(-n_streams // _LZ4_WARPS), _persistent_grid(fn, 32 * _LZ4_WARPS))),),
-       (32 * _LZ4_WARPS,), (shuffled, in_off, lengths, packed, sizes, np.int64(n_streams)))
+    # a block of warps for each few segments, not a grid that strides: segments take
+    # unequal times, and the device deals blocks to whichever multiprocessor frees
+    fn((max(1, -(-n_streams * n_seg // _LZ4_WARPS)),), (32 * _LZ4_WARPS,),
+       (shuffled, in_off, lengths, np.int32(seg), np.int32(n_seg), packed, records,
+        np.int64(n_streams)))
+    sizes = cupy.empty(n_streams, dtype=cupy.int32)
+    fn = _lz4_kernel("blosc_lz4_sizes")
+    fn((_blocks(n_streams),), (256,),
+       (lengths, records, np.int32(n_seg), sizes, np.int64(n_streams)))
     starts, at, headers = frame_offsets(layout, sizes.reshape(count, layout.n_streams),
                                         xp=cupy)
     host_starts = starts.get()
     frames = cupy.empty(int(host_starts[-1]), dtype=cupy.uint8)
     head = headers.view(cupy.uint8).reshape(count, layout.head_bytes)
     frames[starts[:-1, None] + cupy.arange(layout.head_bytes)[None, :]] = head
-    fn = _lz4_kernel("blosc_gather")
+    fn = _lz4_kernel("blosc_join")
     fn((min(_blocks(n_streams * 32), _persistent_grid(fn) * 4),), (256,),
-       (shuffled, packed, in_off, lengths, sizes, at.ravel(), frames, np.int64(n_streams)))
+       (shuffled, packed, in_off, lengths, sizes, records, np.int32(seg), np.int32(n_seg),
+        at.ravel(), frames, np.int64(n_streams)))
     return frames, host_starts
