@@ -59,7 +59,7 @@ typedef unsigned long long u64;
 #ifndef LZ4_PRIME_STRIDE
 #define LZ4_PRIME_STRIDE 8     // a segment's table starts with every this many positions
 #endif                         // of the 64 KB before it (0: empty)
-#define LZ4_WARPS 4            // warps (streams in flight) per block of 128 threads
+#define LZ4_WARPS 4            // warps (segments in flight) per block of 128 threads
 #define LZ4_MIN_MATCH 4        // the format's shortest match
 #ifndef LZ4_ACCEPT_MATCH
 #define LZ4_ACCEPT_MATCH 8     // the shortest match the parse takes (4 to 8 bytes)
@@ -245,13 +245,18 @@ __device__ void lz4_segment(const u8* __restrict__ src, int len, int seg_start, 
     __syncwarp();
 #if LZ4_PRIME_STRIDE > 0
     // hints into the bytes before the segment, within a match's reach: a segment of a
-    // bit plane finds the earlier plane it repeats (later positions win a slot)
+    // bit plane finds the earlier plane it repeats.  The later position wins a slot
+    // (the last lane of those sharing it, the later step), so the frames are the same
+    // bytes every time.
     for (int base = max(0, seg_start - LZ4_MAX_DISTANCE); base <= seg_start - 4;
          base += 32 * LZ4_PRIME_STRIDE) {
         const int q = base + lane * LZ4_PRIME_STRIDE;
-        if (q <= seg_start - 4) table[lz4_hash(load4(src + q))] = (u16)q;
+        const bool in = q <= seg_start - 4;
+        const u32 h = in ? lz4_hash(load4(src + q)) : 0xffffffffu;
+        const unsigned slot = __match_any_sync(FULL_MASK, h);
+        if (in && 31 - __clz(slot) == lane) table[h] = (u16)q;
+        __syncwarp();
     }
-    __syncwarp();
 #endif
     int ip = seg_start, anchor = seg_start, op = seg_start;
     int first = -1, first_len = 0, first_off = 0;

@@ -42,13 +42,13 @@ ACCEPT_MATCH = 8
 #: bytes of a stream one warp parses (``blosc_lz4`` in the kernel file: the segments of
 #: a stream are parsed at once, then joined); a segment's hash table starts with every
 #: PRIME_STRIDE-th position of the 64 KB before it (``LZ4_PRIME_STRIDE``; 0: empty)
-#: and holds 2**HASH_LOG positions (``LZ4_HASH_LOG``).  On one H200, CUDA events
-#: (bench/encode_probe.py, bench/write_path_notes.md), a batch of 1,956 p2p-Gnutella31
-#: rows: whole streams of 128 KB and 4,096 positions, LZ4 3.03 ms and the encoder 4.29
-#: ms, 22.3 MiB of frames; segments of 16 KB, no hints, 1.80 ms and 25.7 MiB; with
-#: hints 1.79 ms and 22.7 MiB; and 2,048 positions 1.37 ms (the encoder 2.62) and 22.8
-#: MiB.  A batch of 2,048 NY rows: LZ4 19.3 against 7.0 ms, the encoder 22.2 against
-#: 10.0, frames 169 and 173 MiB.
+#: and holds 2**HASH_LOG positions (``LZ4_HASH_LOG``).  On an H200 of nvidia-h200-x4,
+#: CUDA events, one call (bench/encode_probe.py, bench/write_path_notes.md): a batch of
+#: 1,956 p2p-Gnutella31 rows took LZ4 1.64 ms and the whole encoder 2.92, 22.8 MiB of
+#: frames, against 3.05 ms, 4.33 and 22.3 MiB with a warp per whole 128 KB stream and
+#: 4,096 positions; without hints 1.36 ms but 25.7 MiB; with 4,096 positions 2.36 ms.
+#: A batch of 2,048 NY rows: LZ4 8.5 against 19.3 ms, the encoder 11.4 against 22.2,
+#: frames 173 and 169 MiB.
 SEGMENT_BYTES = 16 * 1024
 PRIME_STRIDE = 8
 HASH_LOG = 11
