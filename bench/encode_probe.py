@@ -1,7 +1,8 @@
 """Device time of each kernel of the GPU Blosc encoder on one batch's block (a probe).
 
     python3 bench/encode_probe.py tests/data/p2p-Gnutella31.txt 1956 978 \
-        [--first 60630] [--blocks 0,128,32] [--accept 4,8] [--segments 16,128]
+        [--first 60630] [--blocks 0,128,32] [--accept 4,8] [--segments 16,128] \
+        [--prime 8,0] [--hash-log 11,12]
 
 For each batch size: the block of the rows from ``--first`` on (Bellman-Ford on the
 GPU), cut into the store's chunks (``plan.column_chunk``) and compressed by
@@ -11,7 +12,9 @@ With ``--blocks``, each Blosc block size in turn (KB; 0: the encoder's own), eve
 frame decoded again by numcodecs and compared with its chunk.  With ``--accept``,
 each shortest match the LZ4 parse takes in turn (``blosc.ACCEPT_MATCH``); with
 ``--segments``, each size of the segments one warp parses (KB, ``blosc.SEGMENT_BYTES``;
-one as large as a stream parses it whole).
+one as large as a stream parses it whole), ``--prime`` the strides of a segment's
+first hints (``blosc.PRIME_STRIDE``, 0: none) and ``--hash-log`` the sizes of a warp's
+hash table (``blosc.HASH_LOG``).
 """
 from __future__ import annotations
 
