@@ -36,10 +36,12 @@ CHUNK_ELEMENTS = 16 * 2**20
 #: chunk into blocks of 2**17 elements, for 4- and 8-byte values alike; other levels
 #: into smaller powers of two).  What is left of a chunk after its whole blocks is one
 #: block of its own, compressed as a single stream (its whole blocks are cut into one
-#: stream per byte plane): on the GPU one warp compresses a stream, so a long leftover
-#: held up the whole kernel (a batch of 1,956 p2p-Gnutella31 rows in chunks of 4,288
-#: columns left 519,168 bytes, and its LZ4 kernel took 4.2 ms; one of 978 rows, whose
-#: leftover is not shuffled, 27 ms: bench/write_path_notes.md).
+#: stream per byte plane), left unshuffled where its values are not a multiple of 8.
+#: When one warp compressed each stream on the GPU, a long leftover held up the whole
+#: kernel (a batch of 1,956 p2p-Gnutella31 rows in chunks of 4,288 columns left
+#: 519,168 bytes, and its LZ4 kernel took 4.2 ms; one of 978 rows, whose leftover is
+#: not shuffled, 27 ms: bench/write_path_notes.md); warps now parse 16 KB segments of
+#: a stream, and a short leftover still compresses best.
 BLOSC_BLOCK_ELEMENTS = 2**17
 
 

@@ -58,6 +58,7 @@ __all__ = ["write_block", "write_chunk", "write_threads", "store_threads", "gpu_
 #: one GPU the same (bench/write_path_notes.md).
 STORE_THREADS = 4
 
+
 class _Pool(ThreadPoolExecutor):
     """A pool of threads that knows how many it has."""
 
@@ -224,14 +225,12 @@ def _write_file(path: Path, data) -> int:
     """``data`` into the file ``path`` as a whole: written beside it, then renamed."""
     tmp, fd = _open_partial(path)
     try:
-        try:
-            n = _pwrite(fd, data, 0)
-        finally:
-            os.close(fd)
-        os.replace(tmp, path)
+        n = _pwrite(fd, data, 0)
     except BaseException:
+        os.close(fd)
         tmp.unlink(missing_ok=True)
         raise
+    _commit(tmp, fd, path)
     return n
 
 
@@ -245,6 +244,17 @@ def _open_partial(path: Path) -> tuple[Path, int]:
     except FileNotFoundError:       # the chunk's directory is new
         path.parent.mkdir(parents=True, exist_ok=True)
         return tmp, os.open(tmp, flags, 0o666)
+
+
+def _commit(tmp: Path, fd: int, path: Path) -> None:
+    """Close the partial file ``tmp`` (open as ``fd``) and rename it to ``path``; it is
+    removed if that fails."""
+    try:
+        os.close(fd)
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
 
 
 def _pwrite(fd: int, data, offset: int) -> int:
@@ -317,12 +327,7 @@ class _ShardFile:
             return len(whole)
         _pwrite(self.fd, tail, self.end)
         fd, self.fd = self.fd, None
-        try:
-            os.close(fd)
-            os.replace(self.tmp, self.path)
-        except BaseException:
-            self.tmp.unlink(missing_ok=True)
-            raise
+        _commit(self.tmp, fd, self.path)
         return self.end + len(tail)
 
     def abort(self) -> None:
