@@ -138,7 +138,12 @@ def use_variant(name: str, client=None) -> None:
       table of 4,096 positions (before session 13), not in segments;
     - ``client-switch-<us>``: the client's process (where a ``LocalCUDACluster``'s
       scheduler runs too) switches threads every that many microseconds during the job
-      (else as it was).
+      (else as it was);
+    - ``stagger-<ms>``: a job's second computing slot on each GPU opens that many ms
+      after its first batch started computing, so that the two slots' batches end out
+      of step (``_EndSlots``);
+    - ``tail-alone``: a batch computes beside another only while more batches wait in
+      its worker's queue, so that a worker's last batch has its GPU to itself.
 
     Variants join with ``+`` (``whole-2+frames-128``)."""
     parts = name.split("+")
@@ -202,6 +207,47 @@ class _WholeSlot:
         if getattr(self.held, "slot", False):
             self.held.slot = False
             self.sem.release()
+
+
+class _EndSlots:
+    """Computing slots for ``stagger-<ms>`` and ``tail-alone`` (see ``use_variant``)."""
+
+    def __init__(self, k: int, stagger: float, tail_alone: bool, worker):
+        import threading
+
+        self.k, self.stagger, self.tail_alone, self.worker = k, stagger, tail_alone, worker
+        self.cond = threading.Condition()
+        self.computing = 0
+        self.first: float | None = None
+
+    def _limit(self) -> tuple[int, float | None]:
+        """Batches allowed to compute now, and how long that holds at most."""
+        if self.stagger and self.first is not None:
+            left = self.first + self.stagger - time.perf_counter()
+            if left > 0:
+                return 1, left
+        if self.tail_alone and self.worker is not None:
+            state = self.worker.state
+            if not state.ready and not state.constrained:
+                return 1, 0.0005
+        return self.k, None
+
+    def __enter__(self):
+        with self.cond:
+            while True:
+                limit, hold = self._limit()
+                if self.computing < limit:
+                    break
+                self.cond.wait(hold)
+            self.computing += 1
+            if self.first is None:
+                self.first = time.perf_counter()
+
+    def __exit__(self, *exc):
+        with self.cond:
+            self.computing -= 1
+            self.cond.notify_all()
+        return False
 
 
 def _worker_facts() -> dict:
@@ -272,6 +318,7 @@ def _worker_variant(parts: list[str], dask_worker=None) -> None:
                                else _base(nbytes, typesize, clevel))
     slots = pl.gpu_computing()
     whole = None
+    stagger = 0.0
     _context_flags(4 if "blocking" in parts else 0)
     store = [int(p.split("-")[1]) for p in parts if p.startswith("store-")]
     want = store[0] if store else wr.store_threads()
@@ -285,8 +332,13 @@ def _worker_variant(parts: list[str], dask_worker=None) -> None:
             slots = int(part.split("-")[1])
         elif part.startswith("whole-"):
             whole = _WholeSlot(int(part.split("-")[1]))
+        elif part.startswith("stagger-"):
+            stagger = float(part.split("-")[1]) * 1e-3
     if whole is None:
-        pl._SLOTS["gpu"] = threading.BoundedSemaphore(slots)
+        if stagger or "tail-alone" in parts:
+            pl._SLOTS["gpu"] = _EndSlots(slots, stagger, "tail-alone" in parts, dask_worker)
+        else:
+            pl._SLOTS["gpu"] = threading.BoundedSemaphore(slots)
         return
     pl._SLOTS["gpu"] = whole
     original = defaults["write_block"]

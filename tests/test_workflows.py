@@ -47,6 +47,29 @@ def test_apsp_verify(data_dir, tmp_path):
     assert "verified 50 sampled rows" in text and ": ok" in text
 
 
+def _scaling_report():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("scaling_report",
+                                                  WORKFLOWS / "scaling_report.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_scaling_ceilings_keep_the_first_points_idle_ends():
+    """A 1-worker job of 1.0 s with 0.1 + 0.1 s of idle ends: 4 workers take at least
+    0.2 + 0.8 / 4 s, a speed-up of at most 2.5; from a 2-worker first point, 8 workers
+    split its 0.8 s four ways."""
+    ceilings = _scaling_report().ceilings
+    one = {"workers": 1, "seconds": 1.0, "idle_ends_s": [0.1, 0.1]}
+    assert ceilings([one, {"workers": 2}, {"workers": 4}]) == pytest.approx(
+        [1.0, 1.0 / 0.6, 2.5])
+    two = dict(one, workers=2)
+    assert ceilings([two, {"workers": 8}]) == pytest.approx([1.0, 2.5])
+    assert ceilings([dict(one, idle_ends_s=None), {"workers": 2}]) == [None, None]
+
+
 def test_resume_after_interruption(data_dir, tmp_path):
     text = workflow("resume_after_interruption.py", data_dir / "p2p-Gnutella08.txt",
                     tmp_path / "g.zarr", "--backend", "cpu", "--batch-size", "8")
@@ -76,5 +99,13 @@ def test_scaling_report(data_dir, tmp_path):
     assert "| idle ends ms |" in table
     assert all(f"| {1e3 * p['idle_ends_s'][0]:.1f}, {1e3 * p['idle_ends_s'][1]:.1f} |"
                in table for p in report["points"])
+    # the ceiling: the first point's idle ends kept, its batches split over 2 workers
+    first, second = report["points"]
+    t, e = first["seconds"], sum(first["idle_ends_s"])
+    assert first["ceiling"] == pytest.approx(1.0)
+    assert second["ceiling"] == pytest.approx(t / (e + (t - e) / 2))
+    assert 1.0 < second["ceiling"] < 2.0
+    assert "| speed-up | ceiling |" in table
+    assert f"x | {second['ceiling']:.2f}x | {second['seconds']:.3f} |" in table
     png = (out / "scaling.png").read_bytes()
     assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 5000

@@ -12,7 +12,8 @@ after a warm-up job, the cluster up, each started with the page cache written ba
 (``os.sync``).  With ``--rounds`` the points are measured that
 many times, each round on new clusters and every other one in reverse order (a
 cluster's speed varies by some 5% from one start to the next on the device machines,
-and the machine drifts over a run).  Writes ``scaling.md``,
+and the machine drifts over a run).  Beside each point's speed-up it gives the ceiling
+that the first point's idle ends leave it (``ceilings``).  Writes ``scaling.md``,
 ``scaling.json`` and ``scaling.png``.
 """
 
@@ -86,7 +87,24 @@ def summarize(workers, reports, threads, batch_size) -> dict:
             "setup_s": float(np.median([r.setup_s for r in reports]))}
 
 
-def plot(points, title, path):
+def ceilings(points) -> list[float | None]:
+    """The speed-up each point could reach over the first if every batch's time split
+    evenly over its workers and only the idle ends stayed as the first point's.
+
+    A job pays its idle ends (Dask's hops before the first kernels; the last batch's
+    writes, Dask's notice and the store's last record after the last kernels) whatever
+    its workers, so with ``T`` the first point's seconds, ``E`` its two ends together
+    and ``w`` its workers, ``k`` workers take about ``E + (T - E) * w / k`` at best (a
+    model: a point whose own ends come out shorter than the first's can pass it).  None
+    where the first point has no idle ends (no batch computed)."""
+    first = points[0]
+    if not first["idle_ends_s"]:
+        return [None] * len(points)
+    t, e = first["seconds"], sum(first["idle_ends_s"])
+    return [t / (e + (t - e) * first["workers"] / p["workers"]) for p in points]
+
+
+def plot(points, title, path, ceiling=None):
     import matplotlib
 
     matplotlib.use("Agg")
@@ -97,6 +115,9 @@ def plot(points, title, path):
     fig, ax = plt.subplots(figsize=(5, 3.5), dpi=120)
     ax.plot(w, r, "o-", label="measured")
     ax.plot(w, [r[0] * k / w[0] for k in w], "--", color="grey", label="linear")
+    if ceiling and all(c is not None for c in ceiling):
+        ax.plot(w, [r[0] * c for c in ceiling], ":", color="tab:red",
+                label="ceiling: the first point's idle ends")
     ax.set_xlabel("workers")
     ax.set_ylabel("rows / s (end to end)")
     ax.set_xticks(w)
@@ -164,6 +185,8 @@ def main(argv=None) -> int:
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     points = [summarize(k, jobs[k], threads[k], batch) for k in counts]
+    for p, c in zip(points, ceilings(points)):
+        p["ceiling"] = c
     for p in points:
         print(f"{p['workers']:3d} {backend} workers: {p['rows']:,} rows in "
               f"{p['seconds']:.2f} s = {p['rows_per_s']:,.0f} rows/s "
@@ -171,7 +194,9 @@ def main(argv=None) -> int:
               + (f", GPU busy {p['gpu_busy_mean']:.0%} (mean of workers)"
                  if p["gpu_busy_mean"] is not None else "")
               + (", idle ends {:.1f} and {:.1f} ms".format(*(1e3 * v for v in p["idle_ends_s"]))
-                 if p["idle_ends_s"] else ""), flush=True)
+                 if p["idle_ends_s"] else "")
+              + (f", ceiling x{p['ceiling']:.2f}" if p["ceiling"] is not None else ""),
+              flush=True)
     title = f"{graph.name}: {len(sources):,} rows, {backend}, {args.compression}"
     (out / "scaling.json").write_text(json.dumps({"graph": graph.name, "backend": backend,
                                                   "rounds": args.rounds,
@@ -192,22 +217,29 @@ def main(argv=None) -> int:
              "once).  Idle ends: from the job's start to the first batch computing on "
              "any worker, and from the last batch's kernels to the job's end (its "
              "writes, Dask's notice, the store's last record); a job pays them whatever "
-             "its workers, so they bound the speed-up of short jobs.", "",
-             "| workers | rows/s | speed-up | seconds | idle ends ms | setup s | batches of "
-             "| GPU busy (per worker) | threads storing, compressing per worker | stored |",
-             "|---|---|---|---|---|---|---|---|---|---|"]
+             "its workers, so they bound the speed-up of short jobs.  Ceiling: the speed-up "
+             "a point would reach if the first point's batch time split evenly over k "
+             "times its workers and the first point's idle ends stayed (with T the first "
+             "point's seconds and E its two ends: E + (T - E) / k seconds); a point whose "
+             "own ends came out shorter can pass it.", "",
+             "| workers | rows/s | speed-up | ceiling | seconds | idle ends ms | setup s | "
+             "batches of | GPU busy (per worker) | threads storing, compressing per worker "
+             "| stored |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
     for p in points:
         busy = ", ".join(f"{v:.0%}" for v in p["gpu_busy"].values()) or "-"
         ends = (", ".join(f"{1e3 * v:.1f}" for v in p["idle_ends_s"])
                 if p["idle_ends_s"] else "-")
         threads = sorted({(p["store_threads"][w], n) for w, n in p["write_threads"].items()})
+        ceiling = f"{p['ceiling']:.2f}x" if p["ceiling"] is not None else "-"
         lines.append(f"| {p['workers']} | {p['rows_per_s']:,.0f} | "
-                     f"{p['rows_per_s'] / points[0]['rows_per_s']:.2f}x | {p['seconds']:.3f} | "
+                     f"{p['rows_per_s'] / points[0]['rows_per_s']:.2f}x | {ceiling} | "
+                     f"{p['seconds']:.3f} | "
                      f"{ends} | {p['setup_s']:.3f} | {p['batch_size']} | {busy} | "
                      f"{'; '.join(f'{a}, {b}' for a, b in threads)} | "
                      f"{p['stored_bytes'] / 2**20:,.0f} MiB |")
     (out / "scaling.md").write_text("\n".join(lines) + "\n")
-    plot(points, title, out / "scaling.png")
+    plot(points, title, out / "scaling.png", [p["ceiling"] for p in points])
     print(f"wrote {out / 'scaling.md'} and {out / 'scaling.png'}")
     return 0
 
