@@ -227,8 +227,7 @@ def _write_file(path: Path, data) -> int:
     try:
         n = _pwrite(fd, data, 0)
     except BaseException:
-        os.close(fd)
-        tmp.unlink(missing_ok=True)
+        _discard(tmp, fd)
         raise
     _commit(tmp, fd, path)
     return n
@@ -255,6 +254,12 @@ def _commit(tmp: Path, fd: int, path: Path) -> None:
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
+
+
+def _discard(tmp: Path, fd: int) -> None:
+    """Close and remove the partial file ``tmp`` (open as ``fd``)."""
+    os.close(fd)
+    tmp.unlink(missing_ok=True)
 
 
 def _pwrite(fd: int, data, offset: int) -> int:
@@ -333,9 +338,8 @@ class _ShardFile:
     def abort(self) -> None:
         """Drop the shard's file (nothing was put in its place)."""
         if self.fd is not None:
-            os.close(self.fd)
-            self.fd = None
-            self.tmp.unlink(missing_ok=True)
+            fd, self.fd = self.fd, None
+            _discard(self.tmp, fd)
 
 
 class _ChunkFiles:
