@@ -1,4 +1,4 @@
-"""Time the blocked Floyd-Warshall kernels on one GPU (see bench/fw_notes.md).
+"""Time the blocked Floyd-Warshall kernels on one GPU (see bench/NOTES.md).
 
     PYTHONPATH=$PWD python3 bench/fw_bench.py [--n 16384] [--repeats 3]
     compute-sanitizer --tool memcheck python3 bench/fw_bench.py --memcheck
@@ -24,7 +24,7 @@ import time
 import cupy as cp
 import numpy as np
 
-from mgapsp._kernels import fw
+from mgapsp.cuda import fw
 
 
 def make_input(n: int, seed: int = 1):

@@ -28,9 +28,9 @@ import numpy as np
 import zarr
 from scipy.sparse import csgraph
 
-from mgapsp.cluster import connect
+from mgapsp.jobs.cluster import connect
 from mgapsp.graph import Graph
-from mgapsp.pipeline import run_job
+from mgapsp.jobs.driver import run_job
 
 
 def make_graph(kind: str, n: int, density: float, seed: int) -> Graph:

@@ -6,7 +6,7 @@ Run on a device machine:
 
 One batch of rows is computed on GPU 0 (mgapsp's Bellman-Ford).  Its chunks, in the
 store's layout (the batch's rows by CHUNK_ELEMENTS / rows columns), are then
-compressed (a) on the GPU by ``mgapsp._kernels.blosc.encode_chunks``, timed with CUDA
+compressed (a) on the GPU by ``mgapsp.blosc.encode_chunks``, timed with CUDA
 events after a warm-up, median of the repeats, and (b) on the host by numcodecs'
 Blosc with the same settings, on a thread pool of every core this process may use
 (the peer), median of the repeats.  Every GPU frame is decoded by numcodecs and
@@ -38,7 +38,7 @@ def main(argv=None) -> int:
     from numcodecs import Blosc
 
     from mgapsp import read_graph
-    from mgapsp._kernels import blosc
+    from mgapsp.cuda import blosc
     from mgapsp.backends.gpu import GPUBackend
     from mgapsp.plan import column_chunk
 

@@ -28,9 +28,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import cupy  # noqa: E402
 
-from mgapsp import _kernels as K  # noqa: E402
+from mgapsp.cuda import bellman_ford, device, frontier, sssp  # noqa: E402
 from mgapsp.graph import Graph  # noqa: E402
-from mgapsp.io import read_graph  # noqa: E402
+from mgapsp.readers import read_graph  # noqa: E402
 
 DATA = Path(__file__).resolve().parents[1] / "tests" / "data"
 ROWS: list[dict] = []
@@ -106,12 +106,12 @@ def case(graph, sources, label, fn, *, method, scipy_s, repeats=3, note=""):
 
 def with_knob(name, value, fn):
     def run():
-        old = getattr(K, name)
-        setattr(K, name, value)
+        old = getattr(bellman_ford, name)
+        setattr(bellman_ford, name, value)
         try:
             return fn()
         finally:
-            setattr(K, name, old)
+            setattr(bellman_ford, name, old)
     return run
 
 
@@ -146,39 +146,39 @@ def part_gnutella():
     src = np.arange(g.n)
     sp, k = scipy_time(g, src, "D", 1024)
     print(f"SciPy Dijkstra, {g.name}: {sp:.3f} s for {len(src)} sources ({k} timed)")
-    d32 = K.upload_graph(g, np.float32)
+    d32 = device.upload_graph(g, np.float32)
     kw = dict(method="D", scipy_s=sp)
-    case(g, src, "BF", lambda: K.bellman_ford_batch(d32, src), **kw)
+    case(g, src, "BF", lambda: bellman_ford.bellman_ford_batch(d32, src), **kw)
     case(g, src, "BF preread off", with_knob("PREREAD", False,
-                                             lambda: K.bellman_ford_batch(d32, src)), **kw)
+                                             lambda: bellman_ford.bellman_ford_batch(d32, src)), **kw)
     case(g, src, "BF eager loads off", with_knob("EAGER_LOADS", False,
-                                                 lambda: K.bellman_ford_batch(d32, src)), **kw)
-    case(g, src, "BF in 4 batches", batched(lambda s: K.bellman_ford_batch(d32, s), src, 4),
+                                                 lambda: bellman_ford.bellman_ford_batch(d32, src)), **kw)
+    case(g, src, "BF in 4 batches", batched(lambda s: bellman_ford.bellman_ford_batch(d32, s), src, 4),
          repeats=1, **kw)
     for flag in ("frontier", "dedup", "classify", "virtual_warp", "early_stop"):
-        opt = K.BFOptions(**{flag: False})
-        case(g, src, f"BF {flag} off", lambda o=opt: K.bellman_ford_batch(d32, src, options=o),
+        opt = frontier.BFOptions(**{flag: False})
+        case(g, src, f"BF {flag} off", lambda o=opt: bellman_ford.bellman_ford_batch(d32, src, options=o),
              **kw)
-    off = K.BFOptions(False, False, False, False, False)
-    case(g, src, "BF all off", lambda: K.bellman_ford_batch(d32, src, options=off), **kw)
-    case(g, src, "BF predecessors", lambda: K.bellman_ford_batch(d32, src, predecessors=True),
+    off = frontier.BFOptions(False, False, False, False, False)
+    case(g, src, "BF all off", lambda: bellman_ford.bellman_ford_batch(d32, src, options=off), **kw)
+    case(g, src, "BF predecessors", lambda: bellman_ford.bellman_ford_batch(d32, src, predecessors=True),
          repeats=1, **kw)
     for variant in ("general", "economic"):
         case(g, src, f"Crauser {variant}",
-             lambda v=variant: K.dijkstra_batch(d32, src, variant=v),
+             lambda v=variant: sssp.dijkstra_batch(d32, src, variant=v),
              repeats=3 if variant == "general" else 1, **kw)
-    d64 = K.upload_graph(g, np.float64)
-    case(g, src, "BF float64", lambda: K.bellman_ford_batch(d64, src), repeats=1, **kw)
+    d64 = device.upload_graph(g, np.float64)
+    case(g, src, "BF float64", lambda: bellman_ford.bellman_ford_batch(d64, src), repeats=1, **kw)
     # a small batch: the virtual warp (G < 32) and its switch
     few = src[::1000][:8]
     spf, _ = scipy_time(g, few, "D", len(few))
-    case(g, few, "BF 8 sources", lambda: K.bellman_ford_batch(d32, few), method="D",
+    case(g, few, "BF 8 sources", lambda: bellman_ford.bellman_ford_batch(d32, few), method="D",
          scipy_s=spf)
     case(g, few, "BF 8 sources, virtual_warp off",
-         lambda: K.bellman_ford_batch(d32, few, options=K.BFOptions(virtual_warp=False)),
+         lambda: bellman_ford.bellman_ford_batch(d32, few, options=frontier.BFOptions(virtual_warp=False)),
          method="D", scipy_s=spf)
     del d32, d64
-    K.release_pool()
+    device.release_pool()
 
 
 def part_negative():
@@ -187,31 +187,31 @@ def part_negative():
     sp, k = scipy_time(g, src, "J", 1024)
     print(f"SciPy Johnson, {g.name}: {sp:.3f} s for {len(src)} sources ({k} timed)")
     kw = dict(method="J", scipy_s=sp)
-    d32 = K.upload_graph(g, np.float32)
-    d64 = K.upload_graph(g, np.float64)
+    d32 = device.upload_graph(g, np.float32)
+    d64 = device.upload_graph(g, np.float64)
 
     def johnson(inner):
         def run():
-            h = K.bellman_ford_potentials(d64)
-            rw = K.reweight(d32, h)
-            return K.johnson_batch(rw, src, h, inner=inner)
+            h = bellman_ford.bellman_ford_potentials(d64)
+            rw = sssp.reweight(d32, h)
+            return sssp.johnson_batch(rw, src, h, inner=inner)
         return run
 
     for inner in ("bellman-ford", "dijkstra"):
         case(g, src, f"Johnson (potentials+reweight+{inner})", johnson(inner),
              repeats=3 if inner == "bellman-ford" else 1, **kw)
-    t_pot, _, _, _ = gpu_time(lambda: (K.bellman_ford_potentials(d64),), repeats=3)
-    h = K.bellman_ford_potentials(d64)
-    t_rw, _, _, _ = gpu_time(lambda: (K.reweight(d32, h),), repeats=3)
+    t_pot, _, _, _ = gpu_time(lambda: (bellman_ford.bellman_ford_potentials(d64),), repeats=3)
+    h = bellman_ford.bellman_ford_potentials(d64)
+    t_rw, _, _, _ = gpu_time(lambda: (sssp.reweight(d32, h),), repeats=3)
     print(f"  potentials {t_pot * 1e3:.2f} ms, reweight {t_rw * 1e3:.2f} ms")
     ROWS.append({"graph": g.name, "case": "potentials alone", "gpu_s": t_pot})
     ROWS.append({"graph": g.name, "case": "reweight alone", "gpu_s": t_rw})
-    rw = K.reweight(d32, h)
+    rw = sssp.reweight(d32, h)
     case(g, src, "Johnson per batch (h, reweighted cached)",
-         lambda: K.johnson_batch(rw, src, h), **kw)
-    case(g, src, "BF on the negative graph", lambda: K.bellman_ford_batch(d32, src), **kw)
+         lambda: sssp.johnson_batch(rw, src, h), **kw)
+    case(g, src, "BF on the negative graph", lambda: bellman_ford.bellman_ford_batch(d32, src), **kw)
     del d32, d64
-    K.release_pool()
+    device.release_pool()
 
 
 def road(name, k, sample, *, ablation, crauser_econ, full=True):
@@ -220,37 +220,37 @@ def road(name, k, sample, *, ablation, crauser_econ, full=True):
     sp, kk = scipy_time(g, src, "D", sample)
     print(f"SciPy Dijkstra, {name}: {sp:.3f} s for {len(src)} sources ({kk} timed)")
     kw = dict(method="D", scipy_s=sp)
-    d32 = K.upload_graph(g, np.float32)
-    case(g, src, "BF", lambda: K.bellman_ford_batch(d32, src), **kw)
+    d32 = device.upload_graph(g, np.float32)
+    case(g, src, "BF", lambda: bellman_ford.bellman_ford_batch(d32, src), **kw)
     few = 1 if g.n * k > 1e8 else 3       # repeats of the variants
     case(g, src, "BF eager loads off", with_knob("EAGER_LOADS", False,
-                                                 lambda: K.bellman_ford_batch(d32, src)),
+                                                 lambda: bellman_ford.bellman_ford_batch(d32, src)),
          repeats=few, **kw)
     if not full:
         del d32
-        K.release_pool()
+        device.release_pool()
         return
     case(g, src, "BF preread off", with_knob("PREREAD", False,
-                                             lambda: K.bellman_ford_batch(d32, src)),
+                                             lambda: bellman_ford.bellman_ford_batch(d32, src)),
          repeats=few, **kw)
     unsorted = np.random.default_rng(5).permutation(src)
     case(g, unsorted, "BF unsorted sources, no sorting",
-         with_knob("SORT_SOURCES", False, lambda: K.bellman_ford_batch(d32, unsorted)),
+         with_knob("SORT_SOURCES", False, lambda: bellman_ford.bellman_ford_batch(d32, unsorted)),
          repeats=few, **kw)
     case(g, unsorted, "BF unsorted sources, sorted inside",
-         lambda: K.bellman_ford_batch(d32, unsorted), repeats=few, **kw)
-    case(g, src, "BF in 4 batches", batched(lambda s: K.bellman_ford_batch(d32, s), src, 4),
+         lambda: bellman_ford.bellman_ford_batch(d32, unsorted), repeats=few, **kw)
+    case(g, src, "BF in 4 batches", batched(lambda s: bellman_ford.bellman_ford_batch(d32, s), src, 4),
          repeats=few, **kw)
-    case(g, src, "Crauser general", lambda: K.dijkstra_batch(d32, src), repeats=few, **kw)
+    case(g, src, "Crauser general", lambda: sssp.dijkstra_batch(d32, src), repeats=few, **kw)
     if crauser_econ:
-        case(g, src, "Crauser economic", lambda: K.dijkstra_batch(d32, src, variant="economic"),
+        case(g, src, "Crauser economic", lambda: sssp.dijkstra_batch(d32, src, variant="economic"),
              repeats=1, **kw)
     for flag in ablation:
-        opt = K.BFOptions(**{flag: False})
-        case(g, src, f"BF {flag} off", lambda o=opt: K.bellman_ford_batch(d32, src, options=o),
+        opt = frontier.BFOptions(**{flag: False})
+        case(g, src, f"BF {flag} off", lambda o=opt: bellman_ford.bellman_ford_batch(d32, src, options=o),
              repeats=few, **kw)
     del d32
-    K.release_pool()
+    device.release_pool()
 
 
 def part_copy():
@@ -261,7 +261,7 @@ def part_copy():
     print(f"device copy: {bw / 1e12:.2f} TB/s (read + write)")
     ROWS.append({"case": "device copy", "bytes_per_s": bw})
     del a, b
-    K.release_pool()
+    device.release_pool()
 
 
 def main():

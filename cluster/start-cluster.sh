@@ -66,10 +66,9 @@ if [ "$gpus" -gt 0 ]; then
     export CUDA_VISIBLE_DEVICES=$(seq -s, 0 $((nworkers - 1)))
   fi
   # dask-cuda starts one worker per visible GPU, each pinned to its device, with the
-  # threads and the switch interval of mgapsp's own clusters (mgapsp.cluster,
-  # mgapsp.worker): two batches compute at once, the others write theirs.
-  dask cuda worker --scheduler-file "$file" --host "$host" --nthreads 4 \
-    --preload mgapsp.worker "${security[@]}" &
+  # threads of mgapsp's own clusters (python -m mgapsp.jobs.worker reads mgapsp's config)
+  python3 -m mgapsp.jobs.worker --scheduler-file "$file" --host "$host" \
+    "${security[@]}" &
   pids+=($!)
   echo "started a scheduler and dask-cuda workers on ${CUDA_VISIBLE_DEVICES:-all $gpus GPUs}"
 else

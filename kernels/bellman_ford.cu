@@ -2,7 +2,7 @@
 // for mgapsp.
 //
 // CUDA C++ with no system headers, so the same text compiles under NVRTC (CuPy
-// RawModule, loaded by mgapsp/_kernels/__init__.py, the only place that launches these)
+// RawModule, loaded by mgapsp/cuda/bellman_ford.py, the only place that launches these)
 // and under `nvcc -arch=sm_90 -c` (tests/test_kernels_compile.py).  Its one include,
 // kernels/sssp_state.cuh (shared with dijkstra.cu), is inlined by the loader for NVRTC.
 //
@@ -37,7 +37,7 @@
 // cycle implies a cycle whose (rounded-to-dtype) weights sum to less than zero, and
 // a walk around a cycle of weight >= 0 never gets cheaper, so n rounds suffice.
 //
-// Rounds (mgapsp/_kernels/__init__.py drives them; each can be switched off there):
+// Rounds (mgapsp/cuda/bellman_ford.py drives them; each can be switched off there):
 //   frontier   round r relaxes only the items queued for it (queue[r % 2], lane masks
 //              mask[r % 2]); off: a SWEEP over every item, every lane with a finite
 //              distance relaxes ("every reached vertex relaxes every round").
@@ -71,7 +71,7 @@
 #define MGAPSP_TILE_ROWS 8
 #define MGAPSP_ALL 0xffffffffu
 
-// relax_round flags (mirrored in mgapsp/_kernels/__init__.py)
+// relax_round flags (mirrored in mgapsp/cuda/bellman_ford.py)
 #define BF_SWEEP 1
 #define BF_PRODUCE 2
 #define BF_PUSH 4

@@ -1,12 +1,12 @@
 // Blosc chunks compressed on the GPU: bit-shuffle, then LZ4, in Blosc's own format.
 //
 // Self-contained CUDA C++ (no #include): compiled by NVRTC through CuPy's RawModule
-// (mgapsp/_kernels/blosc.py, the only place that launches these) and by
+// (mgapsp/cuda/blosc.py, the only place that launches these) and by
 // `nvcc -arch=sm_90 -c` in tests/test_kernels_compile.py.
 //
 // Why.  A GPU computes distance rows faster than a host compresses them: one H200
 // fills 512 MB of p2p-Gnutella31 rows in about 10 ms, which take Blosc about 35 ms on
-// 16 host threads (bench/write_path_notes.md).  These kernels make the very chunk
+// 16 host threads (bench/NOTES.md).  These kernels make the very chunk
 // files Zarr's BloscCodec(cname="lz4", shuffle="bitshuffle") would read, so the host
 // only writes bytes.  The frames decode with any Blosc 1.x (numcodecs, c-blosc,
 // python-blosc) or Blosc2; they are not byte-identical to the host encoder's, whose
@@ -45,7 +45,7 @@
 // kernel.  One batch of p2p-Gnutella31 (1,956 rows) took the LZ4 kernel 3.63 ms with 4
 // and 2.99 ms with 8, its frames 2% larger; one of the NY road network (2,048 rows)
 // 26.7 and 20.5 ms, its frames 5% smaller (a short match no longer cuts a longer one
-// short); bench/write_path_notes.md.
+// short); bench/NOTES.md.
 
 typedef unsigned char u8;
 typedef unsigned short u16;
@@ -359,7 +359,7 @@ __device__ void lz4_segment(const u8* __restrict__ src, int len, int seg_start, 
 //
 // Why segments.  One warp per whole stream (128 KB of a Gnutella31 batch) left the
 // kernel waiting on its slowest stream, one full of short matches: 3.0-3.6 ms for a
-// batch whose median stream took a sixth of that (bench/write_path_notes.md).  The
+// batch whose median stream took a sixth of that (bench/NOTES.md).  The
 // segments of a stream are parsed at once and joined after: the LZ4 block format lets
 // a match refer to any earlier byte, so the only seam is the literals between a
 // segment's last match and the next one's first, which blosc_lz4_sizes and

@@ -2,7 +2,7 @@
 //
 // CUDA C++ with no system headers (NVRTC and nvcc; kernels/sssp_state.cuh, shared with
 // bellman_ford.cu, is inlined by the loader for NVRTC), launched only from
-// mgapsp/_kernels/sssp.py.  The state layout is Bellman-Ford's (kernels/bellman_ford.cu
+// mgapsp/cuda/sssp.py.  The state layout is Bellman-Ford's (kernels/bellman_ford.cu
 // describes it): per (vertex, source) a word at [v * Bp + s], chunks of G sources;
 // initialisation, the sinks' pull and the unpack are bellman_ford.cu's kernels.
 //

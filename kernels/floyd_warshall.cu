@@ -1,7 +1,7 @@
 // Blocked (tiled) Floyd-Warshall for dense graphs, for mgapsp.
 //
 // Self-contained CUDA C++: no #include, so the same file compiles under NVRTC (CuPy
-// RawModule, loaded by mgapsp/_kernels/fw.py, the only place that launches these) and
+// RawModule, loaded by mgapsp/cuda/fw.py, the only place that launches these) and
 // under `nvcc -arch=sm_90 -c` (tests/test_kernels_compile.py).
 //
 // The matrix.  D is n x n, row-major with a row stride of `lda` elements.  Four

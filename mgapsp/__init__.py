@@ -11,8 +11,8 @@ from .errors import (
     StoreError,
     UnsupportedError,
 )
-from .graph import Graph, as_graph
-from .io import read_graph
+from .graph import Graph
+from .readers import as_graph, read_graph
 
 __version__ = "0.1.0"
 

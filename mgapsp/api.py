@@ -8,9 +8,13 @@ import tempfile
 
 import numpy as np
 
-from .cluster import connect, gpu_count
-from .graph import Graph, as_graph
-from .pipeline import JobReport, get_backend, plan_job, run_job
+from .backends import get_backend
+from .devices import gpu_count
+from .graph import Graph
+from .jobs.cluster import connect
+from .jobs.driver import run_job
+from .plan import plan_job
+from .readers import as_graph
 from .store import Store
 
 __all__ = ["apsp", "resolve_backend"]
@@ -34,7 +38,7 @@ def apsp(graph, *, out=None, algorithm: str = "auto", backend: str = "auto",
     Parameters
     ----------
     graph : Graph, path, SciPy sparse matrix, ndarray, networkx graph or edge tuple
-        See :func:`mgapsp.graph.as_graph`.  Paths are read with :func:`read_graph`.
+        See :func:`mgapsp.readers.as_graph`.  Paths are read with :func:`read_graph`.
     out : path, optional
         Zarr store to fill.  Given: the job runs on Dask (``client``, or an embedded
         cluster started for the call) and the opened store's group is returned.

@@ -7,6 +7,7 @@ errors, as click does); no traceback.
 from __future__ import annotations
 
 import contextlib
+import logging
 import sys
 import time
 
@@ -32,8 +33,20 @@ class _Group(click.Group):
 
 @click.group(cls=_Group)
 @click.version_option(package_name="mgapsp")
-def main():
+@click.option("-v", "--verbose", count=True,
+              help="Log what mgapsp does on standard error (-vv: every batch).")
+@click.option("-q", "--quiet", is_flag=True, help="No progress bar.")
+@click.pass_context
+def main(ctx, verbose, quiet):
     """All-pairs shortest paths on GPUs and CPUs, scheduled by Dask, stored in Zarr."""
+    ctx.obj = {"quiet": quiet}
+    if verbose:
+        handler = logging.StreamHandler()
+        handler.setFormatter(logging.Formatter("%(asctime)s %(name)s: %(message)s",
+                                               "%H:%M:%S"))
+        log = logging.getLogger("mgapsp")
+        log.addHandler(handler)
+        log.setLevel(logging.INFO if verbose == 1 else logging.DEBUG)
 
 
 @main.command()
@@ -93,10 +106,11 @@ def run(graph, out, fmt, directed, unweighted, weight_column, algorithm, backend
         no_dashboard,
         performance_report, quiet):
     """Compute shortest-path distances from every source of GRAPH into a Zarr store."""
+    quiet = quiet or click.get_current_context().obj.get("quiet", False)
     from .api import resolve_backend
-    from .cluster import connect, tls_security
-    from .io import read_graph
-    from .pipeline import run_job
+    from .jobs.cluster import connect, tls_security
+    from .jobs.driver import run_job
+    from .readers import read_graph
     from .store import store_size
 
     if scheduler and scheduler_file:
@@ -267,7 +281,7 @@ def info(store):
 @click.option("--seed", type=int, default=0, show_default=True)
 def verify(store, samples, all_rows, seed):
     """Recompute rows with SciPy; exit 0 only if every one matches."""
-    from .verify import verify_store
+    from .store.verify import verify_store
 
     t0 = time.perf_counter()
     rep = verify_store(store, samples=samples, all_rows=all_rows, seed=seed)

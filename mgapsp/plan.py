@@ -8,13 +8,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import math
+
 import numpy as np
 
-from .backends.base import ALGORITHMS
-from .errors import UnsupportedError
+from .backends import ALGORITHMS, SLAB_ALIGN, backend_algorithms, get_backend
+from .errors import InsufficientMemoryError, MgapspError, UnsupportedError
+from . import config
 from .graph import Graph
 
-__all__ = ["JobPlan", "choose_algorithm", "choose_batch_size", "DTYPES"]
+__all__ = ["JobPlan", "plan_job", "choose_algorithm", "choose_batch_size", "column_chunk",
+           "fw_by_slabs", "slab_bounds", "owner_of_rows", "DTYPES"]
 
 DTYPES = ("float32", "float64")
 
@@ -23,15 +27,6 @@ DTYPES = ("float32", "float64")
 DENSE_FRACTION = 0.1
 #: Largest graph for which auto picks Floyd-Warshall: the n*n matrix stays small.
 DENSE_MAX_VERTICES = {"cpu": 4096, "gpu": 16384}
-#: Target size of one stored chunk, in elements (64 MiB of float32).  Each chunk is
-#: a file, and what a file costs a worker grows with the workers writing beside it:
-#: on nvidia-h200-x4, 1.4 MB of frames took 0.7-0.9 ms to store with one GPU writing
-#: and 1.3-2.1 ms with four.  Chunks of 2**24 values against 2**23 made all of
-#: p2p-Gnutella31 on four GPUs 5-9% faster (two GPUs 2-6%), a batch's files stored
-#: in 4-5 ms against 6-9; 2**21 made whole GPU jobs slower still (one GPU: 24-28k
-#: rows/s against 40-50k).  A row read decompresses a batch's row of chunks either
-#: way (bench/write_path_notes.md).
-CHUNK_ELEMENTS = 16 * 2**20
 #: Elements of one Blosc block of the store's codec (LZ4 at its default level cuts a
 #: chunk into blocks of 2**17 elements, for 4- and 8-byte values alike; other levels
 #: into smaller powers of two).  What is left of a chunk after its whole blocks is one
@@ -40,7 +35,7 @@ CHUNK_ELEMENTS = 16 * 2**20
 #: When one warp compressed each stream on the GPU, a long leftover held up the whole
 #: kernel (a batch of 1,956 p2p-Gnutella31 rows in chunks of 4,288 columns left
 #: 519,168 bytes, and its LZ4 kernel took 4.2 ms; one of 978 rows, whose leftover is
-#: not shuffled, 27 ms: bench/write_path_notes.md); warps now parse 16 KB segments of
+#: not shuffled, 27 ms: bench/NOTES.md); warps now parse 16 KB segments of
 #: a stream, and a short leftover still compresses best.
 BLOSC_BLOCK_ELEMENTS = 2**17
 
@@ -88,7 +83,7 @@ def choose_algorithm(graph: Graph, algorithm: str, backend: str, n_sources: int,
         if dense and "floyd-warshall" in available:
             algorithm = "floyd-warshall"
         elif backend == "gpu":
-            # Measured on one H200 (bench/sssp_notes.md, 2026-11-21), one batch each:
+            # Measured on one H200 (bench/NOTES.md, 2026-11-21), one batch each:
             # Bellman-Ford beats Crauser's Dijkstra on every graph measured, unit or
             # weighted: Gnutella09 w 1..10, 8114 sources 5.7 vs 8.8 ms; Austin, 4096
             # sources 32 vs 89 ms; NY (unit), 4096 sources 0.58 vs 1.59 s (phases vs
@@ -146,12 +141,107 @@ def choose_batch_size(graph: Graph, n_sources: int, *, backend: str, n_workers: 
 
 
 def column_chunk(n: int, batch_size: int) -> int:
-    """Columns per stored chunk: about CHUNK_ELEMENTS values, and among the widths from
+    """Columns per stored chunk: about ``mgapsp.store.chunk-elements`` values, and among the widths from
     7/8 of that to it, the one whose chunk leaves the fewest values after its whole
     Blosc blocks (:data:`BLOSC_BLOCK_ELEMENTS`), the widest of those."""
-    target = max(1024, CHUNK_ELEMENTS // max(batch_size, 1))
+    target = max(1024, config.get("store.chunk-elements") // max(batch_size, 1))
     if target >= n:
         return int(n)
     widths = np.arange(target - target // 8, target + 1, dtype=np.int64)
     left = widths * batch_size % BLOSC_BLOCK_ELEMENTS
     return int(widths[np.lexsort((-widths, left))[0]])
+
+
+def slab_bounds(n: int, n_ranks: int, batch_size: int) -> list[tuple[int, int]]:
+    """Contiguous row ranges, one per rank (fewer when ``n`` is small), as equal as the
+    alignment allows: cuts at multiples of lcm(``batch_size``, :data:`SLAB_ALIGN`), so a
+    batch never straddles two slabs and a pivot block never leaves its owner."""
+    if n_ranks < 1 or batch_size < 1:
+        raise ValueError(f"need n_ranks >= 1 and batch_size >= 1, got {n_ranks}, {batch_size}")
+    align = math.lcm(int(batch_size), SLAB_ALIGN)
+    cuts = [0] + [min(n, round(w * n / n_ranks / align) * align) for w in range(1, n_ranks)]
+    cuts.append(n)
+    return [(a, b) for a, b in zip(cuts, cuts[1:]) if b > a]
+
+
+def owner_of_rows(bounds, start: int) -> int:
+    """The rank whose slab holds row ``start``."""
+    for rank, (lo, hi) in enumerate(bounds):
+        if lo <= start < hi:
+            return rank
+    raise ValueError(f"row {start} is in no slab of {bounds}")
+
+
+def plan_job(graph: Graph, *, algorithm: str, backend: str, dtype: str, sources,
+             batch_size: int | None, predecessors: bool, n_workers: int,
+             memory: int, targets=None) -> JobPlan:
+    """Resolve every choice of a job; raises before anything is written."""
+    if str(dtype) not in DTYPES:
+        raise MgapspError(f"unknown dtype {dtype!r}; choose float32 or float64")
+    dtype = str(dtype)
+    sources = (np.arange(graph.n, dtype=np.int64) if sources is None
+               else graph.index_of(sources, what="source"))
+    if len(sources) == 0:
+        raise MgapspError("no sources given")
+    if targets is not None:
+        targets = graph.index_of(targets, what="target")
+        if len(targets) == 0:
+            raise MgapspError("no targets given")
+        if predecessors:
+            raise MgapspError("predecessors need every target (a path runs through other "
+                              "vertices); drop --targets or --predecessors")
+    cpu_algorithm = None
+    if backend == "hybrid":
+        cpu_algorithm = choose_algorithm(graph, algorithm, "cpu", len(sources),
+                                         backend_algorithms("cpu"))
+        backend_for_plan = "gpu"
+    else:
+        backend_for_plan = backend
+    algorithm = choose_algorithm(graph, algorithm, backend_for_plan, len(sources),
+                                 backend_algorithms(backend_for_plan))
+    # the GPU backend's sizing is plain arithmetic: constructing it touches no device
+    impl = get_backend("cpu" if backend == "cpu" else "gpu")
+    slabs = fw_by_slabs(algorithm, backend, predecessors, sources, graph.n)
+    per_row = max(1, impl.memory_needed(graph, 1, algorithm=algorithm, dtype=dtype,
+                                        predecessors=predecessors)
+                  - impl.memory_needed(graph, 0, algorithm=algorithm, dtype=dtype,
+                                       predecessors=predecessors))
+    if batch_size is None:
+        batch_size = choose_batch_size(graph, len(sources), backend=backend_for_plan,
+                                       n_workers=n_workers, bytes_per_row=per_row,
+                                       memory=memory)
+        if slabs and batch_size >= SLAB_ALIGN:
+            # slabs are cut at multiples of lcm(batch, SLAB_ALIGN): keep it small
+            batch_size -= batch_size % SLAB_ALIGN
+    elif batch_size < 1:
+        raise MgapspError(f"batch size must be >= 1, got {batch_size}")
+    batch_size = int(min(batch_size, len(sources)))
+    fw_rows = None
+    if slabs:
+        fw_rows = max(hi - lo for lo, hi in slab_bounds(graph.n, n_workers,
+                                                                 batch_size))
+    needed = impl.memory_needed(graph, batch_size, algorithm=algorithm, dtype=dtype,
+                                predecessors=predecessors, fw_rows=fw_rows)
+    if needed > memory:
+        if fw_rows is not None:
+            what = (f"floyd-warshall on {graph.n} vertices, {fw_rows} rows of the matrix "
+                    f"per worker on the {backend} backend")
+            hint = "use more workers, or dijkstra / johnson for a sparse graph"
+        else:
+            what = (f"{algorithm} on {graph.n} vertices and {graph.m} edges with batches "
+                    f"of {batch_size} sources on the {backend} backend")
+            hint = "use a smaller --batch-size" if batch_size > 1 else ""
+        raise InsufficientMemoryError(what, needed, memory, hint)
+    return JobPlan(algorithm=algorithm, backend=backend, dtype=dtype,
+                   batch_size=batch_size, sources=sources, predecessors=predecessors,
+                   col_chunk=column_chunk(graph.n if targets is None else len(targets),
+                                          batch_size),
+                   targets=targets, cpu_algorithm=cpu_algorithm)
+
+
+def fw_by_slabs(algorithm: str, backend: str, predecessors: bool, sources: np.ndarray,
+                n: int) -> bool:
+    """Whether a job runs Floyd-Warshall as slabs across its workers (mgapsp.fw_dist):
+    every row in order, no predecessors, one kind of worker."""
+    return (algorithm == "floyd-warshall" and not predecessors and backend in ("cpu", "gpu")
+            and len(sources) == n and bool((sources == np.arange(n)).all()))

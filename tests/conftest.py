@@ -63,9 +63,9 @@ def gpu_client():
     from dask_cuda import LocalCUDACluster
     from distributed import Client
 
-    from mgapsp.cluster import GPU_WORKER_THREADS
+    from mgapsp import config
 
     with LocalCUDACluster(dashboard_address=None, host="127.0.0.1",
-                          threads_per_worker=GPU_WORKER_THREADS) as cluster:
+                          threads_per_worker=config.get("cluster.gpu-worker-threads")) as cluster:
         with Client(cluster) as client:
             yield client

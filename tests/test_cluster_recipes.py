@@ -8,13 +8,11 @@ import shlex
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 import yaml
 
-from mgapsp.worker import SWITCH_INTERVAL_S
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -33,7 +31,7 @@ def slurm():
 
 
 def _worker_line(script: str) -> str:
-    return next(line for line in script.splitlines() if "-m mgapsp.worker" in line)
+    return next(line for line in script.splitlines() if "-m mgapsp.jobs.worker" in line)
 
 
 def test_slurm_job_script_is_one_gpu_node(slurm):
@@ -83,8 +81,8 @@ def test_slurm_worker_command_joins_a_real_scheduler(slurm, tmp_path):
         finally:
             cluster.close()
         args = shlex.split(line)
-        module_at = args.index("mgapsp.worker")
-        cmd = [sys.executable, "-m", "mgapsp.worker", local.scheduler_address,
+        module_at = args.index("mgapsp.jobs.worker")
+        cmd = [sys.executable, "-m", "mgapsp.jobs.worker", local.scheduler_address,
                *args[module_at + 2:]]
         proc = subprocess.Popen(cmd, start_new_session=True, stdout=subprocess.DEVNULL,
                                 stderr=subprocess.DEVNULL)
@@ -96,23 +94,33 @@ def test_slurm_worker_command_joins_a_real_scheduler(slurm, tmp_path):
                 # jobqueue writes the limit through format_bytes: 1.86 GiB
                 assert info["memory_limit"] == pytest.approx(2 * 10**9, rel=0.01)
                 assert client.submit(sum, [1, 2, 3]).result() == 6
-                # the worker preloaded mgapsp.worker: its switch interval is ours
-                assert list(client.run(sys.getswitchinterval).values()) == [
-                    SWITCH_INTERVAL_S]
         finally:
             os.killpg(proc.pid, signal.SIGTERM)
             proc.wait(timeout=30)
 
 
-def test_scheduler_file_recipe_gpu_workers_run_mgapsp_threads():
-    """The scheduler-file recipe's GPU workers (not run here: no GPU in CI) get the
-    threads and the preload of mgapsp's own clusters."""
-    from mgapsp.cluster import GPU_WORKER_THREADS
+def test_gpu_workers_get_the_configured_threads():
+    """python -m mgapsp.jobs.worker (what every recipe runs) gives GPU nodes dask-cuda
+    workers with mgapsp's threads, unless the recipe names its own."""
+    import dask
 
+    from mgapsp.jobs.worker import worker_args
+
+    assert worker_args(["tcp://s:8786", "--nworkers", "2"], gpus=0) == (
+        "dask worker", ["tcp://s:8786", "--nworkers", "2"])
+    with dask.config.set({"mgapsp.cluster.gpu-worker-threads": 6}):
+        command, args = worker_args(["tcp://s:8786", "--nworkers", "2", "--nanny"], gpus=2)
+    assert command == "dask cuda worker"
+    assert args == ["tcp://s:8786", "--nthreads", "6"]
+    assert worker_args(["s", "--nthreads", "3"], gpus=1)[1] == ["s", "--nthreads", "3"]
+
+
+def test_recipes_start_workers_through_mgapsp():
+    """The recipes run mgapsp's worker command rather than copying its settings."""
     script = (REPO / "cluster" / "start-cluster.sh").read_text()
-    start = script.index("dask cuda worker")
-    line = script[start:script.index("&", start)]
-    assert f"--nthreads {GPU_WORKER_THREADS}" in line and "--preload mgapsp.worker" in line
+    assert "-m mgapsp.jobs.worker" in script and "--nthreads 4" not in script
+    daskcluster = (REPO / "cluster" / "kubernetes" / "daskcluster.yaml").read_text()
+    assert "mgapsp.jobs.worker" in daskcluster and "--preload" not in daskcluster
 
 
 def test_kubernetes_manifests():
@@ -125,14 +133,9 @@ def test_kubernetes_manifests():
     assert dc["apiVersion"] == "kubernetes.dask.org/v1"
     name = dc["metadata"]["name"]
     worker = dc["spec"]["worker"]["spec"]["containers"][0]
-    assert worker["args"][:3] == ["dask", "cuda", "worker"]
+    assert worker["args"][:3] == ["python3", "-m", "mgapsp.jobs.worker"]
     assert worker["resources"]["limits"]["nvidia.com/gpu"] == 1
     assert "--memory-limit" in worker["args"]
-    from mgapsp.cluster import GPU_WORKER_THREADS
-
-    at = worker["args"].index("--nthreads")
-    assert worker["args"][at + 1] == str(GPU_WORKER_THREADS)
-    assert worker["args"][worker["args"].index("--preload") + 1] == "mgapsp.worker"
     # The job attaches to the cluster's scheduler service and writes to the shared volume.
     job = kinds["Job"]["spec"]["template"]["spec"]["containers"][0]
     command = " ".join(job["args"])
@@ -145,22 +148,30 @@ def test_kubernetes_manifests():
     assert kinds["PersistentVolumeClaim"]["spec"]["accessModes"] == ["ReadWriteMany"]
 
 
-def test_embedded_cluster_workers_switch_threads_often():
-    """connect()'s workers, and one that joins later, run the short switch interval;
-    the client's own process keeps its setting."""
+def test_embedded_cluster_workers_get_the_clients_settings(data_dir, tmp_path):
+    """A job's workers, and one that joins later, compute with the client's mgapsp
+    settings (mgapsp.jobs.cluster.ConfigPlugin)."""
+    import dask
     from distributed import Nanny
 
-    from mgapsp.cluster import connect
+    import mgapsp
+    from mgapsp.jobs.cluster import connect
+    from mgapsp.jobs.driver import run_job
 
-    before = sys.getswitchinterval()
-    with connect(backend="cpu", n_workers=1, dashboard=False) as client:
-        assert list(client.run(sys.getswitchinterval).values()) == [SWITCH_INTERVAL_S]
+    def setting():
+        from mgapsp import config
+
+        return config.get("store.write-threads")
+
+    graph = mgapsp.read_graph(data_dir / "karate.mtx")
+    with dask.config.set({"mgapsp.store.write-threads": 3}), \
+            connect(backend="cpu", n_workers=1, dashboard=False) as client:
+        run_job(graph, tmp_path / "k.zarr", client, backend="cpu")
+        assert list(client.run(setting).values()) == [3]
 
         async def late():
             async with Nanny(client.scheduler.address, nthreads=1):
                 await client.wait_for_workers(2, timeout=60)
-                return await client.run(sys.getswitchinterval)
+                return await client.run(setting)
 
-        intervals = client.sync(late)
-        assert list(intervals.values()) == [SWITCH_INTERVAL_S] * 2
-    assert sys.getswitchinterval() == before
+        assert list(client.sync(late).values()) == [3, 3]

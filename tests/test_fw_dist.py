@@ -1,4 +1,4 @@
-"""Floyd-Warshall across workers (mgapsp/fw_dist.py): slabs of rows, pivot rows
+"""Floyd-Warshall across workers (mgapsp/jobs/fw_slabs.py): slabs of rows, pivot rows
 exchanged each round, on real Dask clusters with real Zarr stores.
 
 CPU workers exchange through Dask (CI); the ``gpu`` tests run the kernels' slab modes
@@ -15,12 +15,13 @@ import pytest
 import zarr
 
 import mgapsp
-from mgapsp import fw_dist
+from mgapsp import plan
+from mgapsp.jobs import fw_slabs as fw_dist
 from mgapsp.errors import MgapspError
 from mgapsp.graph import Graph
-from mgapsp.pipeline import run_job
+from mgapsp.jobs.driver import run_job
 from mgapsp.store import Store
-from mgapsp.verify import verify_store
+from mgapsp.store.verify import verify_store
 
 from helpers import assert_distances_equal, random_graph, scipy_distances
 
@@ -29,8 +30,8 @@ from helpers import assert_distances_equal, random_graph, scipy_distances
                                            (32768, 4, 4096), (32768, 3, 5376),
                                            (700, 4, 64), (100, 2, 100), (5000, 3, 1000)])
 def test_slab_bounds_cover_the_rows_in_whole_batches(n, ranks, batch):
-    bounds = fw_dist.slab_bounds(n, ranks, batch)
-    align = math.lcm(batch, fw_dist.SLAB_ALIGN)
+    bounds = plan.slab_bounds(n, ranks, batch)
+    align = math.lcm(batch, plan.SLAB_ALIGN)
     assert bounds[0][0] == 0 and bounds[-1][1] == n
     assert 1 <= len(bounds) <= ranks
     for (lo, hi), (lo2, _) in zip(bounds, bounds[1:]):
@@ -42,14 +43,14 @@ def test_slab_bounds_cover_the_rows_in_whole_batches(n, ranks, batch):
     assert max(sizes) - min(sizes) <= 2 * align
     # every batch lies in one slab
     for start in range(0, n, batch):
-        r = fw_dist.owner_of_rows(bounds, start)
+        r = plan.owner_of_rows(bounds, start)
         assert bounds[r][0] <= min(start + batch, n) - 1 < bounds[r][1]
 
 
 def test_slab_bounds_of_a_real_shape():
-    assert fw_dist.slab_bounds(32768, 2, 8192) == [(0, 16384), (16384, 32768)]
-    assert fw_dist.slab_bounds(1000, 2, 128) == [(0, 512), (512, 1000)]
-    assert fw_dist.slab_bounds(300, 4, 64) == [(0, 256), (256, 300)]
+    assert plan.slab_bounds(32768, 2, 8192) == [(0, 16384), (16384, 32768)]
+    assert plan.slab_bounds(1000, 2, 128) == [(0, 512), (512, 1000)]
+    assert plan.slab_bounds(300, 4, 64) == [(0, 256), (256, 300)]
 
 
 def _check_job(graph, report, group, ranks, dtype="float64"):
@@ -128,7 +129,7 @@ def test_a_failed_rank_fails_the_job_without_hanging(cpu_client, data_dir, tmp_p
     out = tmp_path / "f.zarr"
     run_job(graph, out, cpu_client, algorithm="floyd-warshall", dtype="float64",
             batch_size=128)
-    bounds = fw_dist.slab_bounds(graph.n, 2, 128)
+    bounds = plan.slab_bounds(graph.n, 2, 128)
     workers = sorted(cpu_client.scheduler_info()["workers"])
     prefix = "apsp-fw-test-fail"
     info = fw_dist.job_info(graph, "float64", "cpu")
@@ -184,7 +185,7 @@ def test_gpu_slabs_equal_scipy(gpu_client, tmp_path, monkeypatch, exchange, kind
                      batch_size=256)
     ranks = len(gpu_client.scheduler_info()["workers"])
     fwr = report.floyd_warshall
-    assert fwr["ranks"] == min(ranks, len(fw_dist.slab_bounds(n, ranks, 256)))
+    assert fwr["ranks"] == min(ranks, len(plan.slab_bounds(n, ranks, 256)))
     assert fwr["exchange"] == ("none" if fwr["ranks"] == 1 else exchange)
     if kind == "integer":
         assert fwr["attempts"] == ["int16x2-dpx"]
@@ -244,7 +245,7 @@ def test_gpu_slab_kernels_of_one_rank_equal_the_dense_ones(monkeypatch, method, 
     apart) against the one-device launches, scratch poisoned, odd sizes."""
     import cupy
 
-    from mgapsp._kernels import fw
+    from mgapsp.cuda import fw
 
     monkeypatch.setattr(fw, "_POISON_SCRATCH", True)
     rng = np.random.default_rng(n)

@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 from scipy.sparse import csgraph
 
-from mgapsp import _kernels
+from mgapsp.cuda import bellman_ford, frontier
 from mgapsp.backends.base import BatchResult
 from mgapsp.backends.gpu import GPUBackend, clear_device_cache
 from mgapsp.errors import InsufficientMemoryError, NegativeCycleError, UnsupportedError
@@ -43,7 +43,7 @@ def backend():
 
 @pytest.fixture(autouse=True)
 def poisoned_outputs(monkeypatch):
-    monkeypatch.setattr(_kernels, "_POISON_OUTPUTS", True)
+    monkeypatch.setattr(frontier, "_POISON_OUTPUTS", True)
 
 
 def reference(graph: Graph, sources, method: str | None = None) -> np.ndarray:
@@ -243,7 +243,7 @@ def _read(data_dir, name):
     path = data_dir / name
     if not path.exists():
         pytest.skip(f"{name} is not in {data_dir}")
-    from mgapsp.io import read_graph
+    from mgapsp.readers import read_graph
 
     return read_graph(path)
 
@@ -310,7 +310,7 @@ def test_real_graph_negative_weights(backend, data_dir, dtype):
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 def test_planted_negative_cycle(backend, monkeypatch, dtype, n, cycle_len, early):
     if not early:
-        monkeypatch.setattr(_kernels, "FIRST_CYCLE_CHECK", 10**12)
+        monkeypatch.setattr(bellman_ford, "FIRST_CYCLE_CHECK", 10**12)
     graph, h, cyc = planted_cycle_graph(n + cycle_len, n, cycle_len)
     # sources in the clean part: no error, same as SciPy
     clean = np.arange(0, h, max(1, h // 9))

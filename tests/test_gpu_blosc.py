@@ -1,4 +1,4 @@
-"""Blosc LZ4 bit-shuffle frames made on the GPU (``mgapsp._kernels.blosc``).
+"""Blosc LZ4 bit-shuffle frames made on the GPU (``mgapsp.blosc``).
 
 The oracle is numcodecs' Blosc, the decoder Zarr itself uses: every frame the GPU
 makes must decode to the chunk it was cut from.  The layout half (block size,
@@ -13,8 +13,9 @@ import pytest
 import zarr
 from numcodecs import Blosc
 
-from mgapsp import writer
-from mgapsp._kernels import blosc
+from mgapsp.store import files as store_files
+from mgapsp.store import writer
+from mgapsp.cuda import blosc, staging
 from mgapsp.store import COMPRESSIONS
 
 from conftest import DATA
@@ -86,15 +87,6 @@ def test_frame_layout_decodes(dtype, elems):
         np.testing.assert_array_equal(got, chunks[c])
 
 
-def test_gpu_compression_switch(monkeypatch):
-    assert writer.gpu_compress()
-    for off in ("0", "off", "False"):
-        monkeypatch.setenv("MGAPSP_GPU_COMPRESS", off)
-        assert not writer.gpu_compress()
-    monkeypatch.setenv("MGAPSP_GPU_COMPRESS", "1")
-    assert writer.gpu_compress()
-
-
 def test_only_lz4_bitshuffle_arrays_take_the_gpu_path(tmp_path):
     from zarr.codecs import BloscCodec
 
@@ -102,7 +94,8 @@ def test_only_lz4_bitshuffle_arrays_take_the_gpu_path(tmp_path):
         arr = zarr.create_array(tmp_path / f"{len(list(tmp_path.iterdir()))}.zarr",
                                 shape=(4, 4), chunks=(4, 4), dtype=dtype,
                                 compressors=[codec] if codec else None)
-        return writer._Layout(arr).gpu_clevel
+        lay = store_files._Layout(arr)
+        return lay.gpu_clevel if writer._device_frames(lay, staging) else None
 
     assert clevel(COMPRESSIONS["lz4"]) == 5
     assert clevel(COMPRESSIONS["lz4"], "float64") == 5
@@ -249,10 +242,10 @@ def test_device_blocks_compressed_on_the_gpu(tmp_path, monkeypatch, dtype, fill,
     storing threads write the frames in pieces of 1 KB."""
     import cupy
 
-    from mgapsp._kernels import staging
+    from mgapsp.cuda import staging
 
     monkeypatch.setattr(staging, "FRAME_GROUP_BYTES", 3 * 16 * 64 * np.dtype(dtype).itemsize)
-    monkeypatch.setattr(writer, "PIECE_BYTES", 1024)
+    monkeypatch.setattr(store_files, "PIECE_BYTES", 1024)
     shape, chunks = (45, 650), (16, 64)
     shards = (16, 64 * per_shard) if per_shard else None
     for mode in ("1", "0"):
@@ -265,7 +258,7 @@ def test_device_blocks_compressed_on_the_gpu(tmp_path, monkeypatch, dtype, fill,
         for start in range(0, shape[0], chunks[0]):
             stop = min(start + chunks[0], shape[0])
             block = _block(rng, stop - start, shape[1], dtype)
-            stats = writer.write_block(arr, start, cupy.asarray(block))
+            stats = writer.write_block(arr, start, cupy.asarray(block), staging)
             host[start:stop, :] = block
             assert stats["bytes"] > 0
         np.testing.assert_array_equal(arr[:], host[:])

@@ -1,4 +1,4 @@
-"""Blocked Floyd-Warshall kernels (mgapsp/_kernels/fw.py) against SciPy's csgraph.
+"""Blocked Floyd-Warshall kernels (mgapsp/cuda/fw.py) against SciPy's csgraph.
 
 Every test is marked ``gpu``; tests/conftest.py skips them where no CUDA device is
 visible.  The kernels' scratch panels are poisoned before every pivot block
@@ -16,7 +16,8 @@ import pytest
 from scipy.sparse import csgraph
 
 from mgapsp import read_graph
-from mgapsp._kernels import fw, upload_graph
+from mgapsp.cuda import fw
+from mgapsp.cuda.device import upload_graph
 from mgapsp.errors import NegativeCycleError
 from mgapsp.graph import Graph
 
@@ -52,7 +53,7 @@ def random_graph(seed: int, n: int, m: int, *, integer: bool, negative: bool,
     Not ``integer``: quarters, so that every sum is exact in float32 too.  (With
     weights like uniform(0, 1) the reweighted zero-weight cycles sum to a few ulps
     either side of 0 once rounded; FW's predecessors, the classic sequential FW's as
-    well, can then close a cycle: a limit of floating point, see bench/fw_notes.md.)"""
+    well, can then close a cycle: a limit of floating point, see bench/NOTES.md.)"""
     rng = np.random.default_rng(seed)
     live = max(n - isolated, 1)
     src = rng.integers(0, live, m)

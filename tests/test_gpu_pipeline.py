@@ -7,8 +7,8 @@ import pytest
 
 import mgapsp
 from mgapsp import NegativeCycleError
-from mgapsp.pipeline import run_job
-from mgapsp.verify import verify_store
+from mgapsp.jobs.driver import run_job
+from mgapsp.store.verify import verify_store
 
 from conftest import cuda_device_count
 from helpers import assert_distances_equal, cycle_weight, reweighted, scipy_distances
@@ -75,7 +75,7 @@ def test_at_most_gpu_computing_batches_compute_at_once(gpu_client, data_dir, tmp
     """A GPU worker runs more batches than compute at once: on each worker the spans
     during which its batches computed overlap GPU_COMPUTING deep at most, and reach
     it (the other threads wrote meanwhile); the store is right."""
-    from mgapsp.pipeline import GPU_COMPUTING
+    from mgapsp import config
 
     graph = mgapsp.read_graph(data_dir / "p2p-Gnutella09.txt")
     report = run_job(graph, tmp_path / "slots.zarr", gpu_client, batch_size=256)
@@ -90,7 +90,7 @@ def test_at_most_gpu_computing_batches_compute_at_once(gpu_client, data_dir, tmp
             deepest = max(deepest, now)
         depth[worker] = deepest
     assert set(depth) == set(report.per_worker)
-    assert max(depth.values()) == GPU_COMPUTING, depth
+    assert max(depth.values()) == config.get("gpu.computing-batches"), depth
     assert any(b["queued_s"] > 0 for b in report.batches)
     assert verify_store(tmp_path / "slots.zarr", samples=128).ok
 
@@ -129,11 +129,11 @@ def test_dashboard_shows_batches_and_gpus(data_dir, tmp_path):
     from distributed import Client, get_task_stream
     from dask_cuda import LocalCUDACluster
 
-    from mgapsp.cluster import GPU_WORKER_THREADS
+    from mgapsp import config
 
     g = mgapsp.read_graph(data_dir / "p2p-Gnutella08.txt")
     with LocalCUDACluster(dashboard_address="127.0.0.1:0",
-                          threads_per_worker=GPU_WORKER_THREADS) as cluster, \
+                          threads_per_worker=config.get("cluster.gpu-worker-threads")) as cluster, \
             Client(cluster) as client:
         with get_task_stream(client) as ts:
             report = run_job(g, tmp_path / "dash.zarr", client, batch_size=512)

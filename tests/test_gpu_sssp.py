@@ -13,7 +13,6 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import math
-import re
 from pathlib import Path
 
 import numpy as np
@@ -21,11 +20,11 @@ import pytest
 from scipy.sparse import csgraph
 
 from helpers import reweighted, tricky_graph
-from mgapsp import _kernels
-from mgapsp._kernels import BFOptions
+from mgapsp.cuda import bellman_ford, device, frontier, loader, sssp
+from mgapsp.cuda.frontier import BFOptions
 from mgapsp.errors import NegativeCycleError, UnsupportedError
 from mgapsp.graph import Graph
-from mgapsp.io import read_graph
+from mgapsp.readers import read_graph
 
 pytestmark = pytest.mark.gpu
 
@@ -43,7 +42,7 @@ ALL_COMBINATIONS = [BFOptions(*bits) for bits in itertools.product([True, False]
 
 @pytest.fixture(autouse=True)
 def poisoned_outputs(monkeypatch):
-    monkeypatch.setattr(_kernels, "_POISON_OUTPUTS", True)
+    monkeypatch.setattr(frontier, "_POISON_OUTPUTS", True)
 
 
 # -- graphs (and helpers.tricky_graph) ---------------------------------------------------
@@ -84,7 +83,7 @@ def reference(graph: Graph, sources) -> np.ndarray:
 
 
 def host(a) -> np.ndarray:
-    return _kernels.to_host(a)
+    return device.to_host(a)
 
 
 def assert_matches(got: np.ndarray, ref: np.ndarray, dtype: np.dtype) -> None:
@@ -135,8 +134,8 @@ def assert_negative_cycle(graph: Graph, err: NegativeCycleError) -> None:
 
 def run_bf(graph, sources, dtype, options, predecessors=None):
     preds = dtype == F32 if predecessors is None else predecessors
-    dg = _kernels.upload_graph(graph, dtype)
-    dist, pred, stats = _kernels.bellman_ford_batch(dg, sources, dtype, preds, options=options)
+    dg = device.upload_graph(graph, dtype)
+    dist, pred, stats = bellman_ford.bellman_ford_batch(dg, sources, dtype, preds, options=options)
     assert stats["rounds"] >= 1 and stats["relaxations"] >= 0
     return host(dist), host(pred), stats
 
@@ -228,7 +227,7 @@ def test_bf_negative_self_loop():
 
 def test_potentials_match_virtual_source():
     graph = tricky_graph(21, 1500, 7000, negative=True, exact=False)
-    h = _kernels.bellman_ford_potentials(_kernels.upload_graph(graph, F64))
+    h = bellman_ford.bellman_ford_potentials(device.upload_graph(graph, F64))
     reduced = graph.weights + h[graph.sources_of_edges] - h[graph.indices]
     assert reduced.min() >= -1e-9
     assert h.max() <= 0.0
@@ -242,9 +241,9 @@ def test_dijkstra_random(variant, dtype, batch):
     graph = tricky_graph(30 + batch, 997, 5000, zero_fraction=0.2)
     sources = np.concatenate([np.arange(0, graph.n, max(1, graph.n // batch))[:batch - 1],
                               [graph.n - 1]])
-    dg = _kernels.upload_graph(graph, dtype)
+    dg = device.upload_graph(graph, dtype)
     preds = dtype == F32
-    dist, pred, stats = _kernels.dijkstra_batch(dg, sources, dtype, preds, variant=variant)
+    dist, pred, stats = sssp.dijkstra_batch(dg, sources, dtype, preds, variant=variant)
     dist, pred = host(dist), host(pred)
     assert_matches(dist, reference(graph, sources), dtype)
     if preds:
@@ -259,8 +258,8 @@ def test_dijkstra_random(variant, dtype, batch):
 def test_dijkstra_real_graphs(data_dir, name, count, variant):
     graph = real_graph(data_dir, name)
     sources = np.arange(graph.n) if count is None else spread(graph.n, count)
-    dg = _kernels.upload_graph(graph, F32)
-    dist, pred, _ = _kernels.dijkstra_batch(dg, sources, F32, True, variant=variant)
+    dg = device.upload_graph(graph, F32)
+    dist, pred, _ = sssp.dijkstra_batch(dg, sources, F32, True, variant=variant)
     dist, pred = host(dist), host(pred)
     assert_matches(dist, reference(graph, sources), F32)
     assert_predecessors(graph, sources, dist, pred)
@@ -272,7 +271,7 @@ def test_dijkstra_zero_weights(variant):
     graph = tricky_graph(40, 300, 1200, zero_fraction=1.0)
     graph = Graph(graph.indptr, graph.indices, np.zeros(graph.m), name="zeros")
     sources = np.arange(0, 300, 7)
-    dist, _, stats = _kernels.dijkstra_batch(_kernels.upload_graph(graph, F64), sources,
+    dist, _, stats = sssp.dijkstra_batch(device.upload_graph(graph, F64), sources,
                                              variant=variant)
     assert_matches(host(dist), reference(graph, sources), F64)
 
@@ -280,7 +279,7 @@ def test_dijkstra_zero_weights(variant):
 def test_dijkstra_rejects_negative_weights():
     graph = tricky_graph(41, 50, 200, negative=True)
     with pytest.raises(UnsupportedError, match="non-negative"):
-        _kernels.dijkstra_batch(_kernels.upload_graph(graph, F32), [0])
+        sssp.dijkstra_batch(device.upload_graph(graph, F32), [0])
 
 
 def test_unsorted_and_duplicate_sources():
@@ -288,9 +287,9 @@ def test_unsorted_and_duplicate_sources():
     graph = tricky_graph(42, 400, 2000)
     sources = np.array([399, 5, 5, 0, 250, 0, 17] * 6)
     ref = reference(graph, sources)
-    dg = _kernels.upload_graph(graph, F32)
-    for dist, pred, _ in (_kernels.bellman_ford_batch(dg, sources, predecessors=True),
-                          _kernels.dijkstra_batch(dg, sources, predecessors=True)):
+    dg = device.upload_graph(graph, F32)
+    for dist, pred, _ in (bellman_ford.bellman_ford_batch(dg, sources, predecessors=True),
+                          sssp.dijkstra_batch(dg, sources, predecessors=True)):
         dist, pred = host(dist), host(pred)
         assert_matches(dist, ref, F32)
         assert_predecessors(graph, sources, dist, pred)
@@ -298,8 +297,8 @@ def test_unsorted_and_duplicate_sources():
 
 def test_empty_batches():
     graph = tricky_graph(43, 50, 200)
-    dg = _kernels.upload_graph(graph, F32)
-    for fn in (_kernels.bellman_ford_batch, _kernels.dijkstra_batch):
+    dg = device.upload_graph(graph, F32)
+    for fn in (bellman_ford.bellman_ford_batch, sssp.dijkstra_batch):
         dist, pred, stats = fn(dg, np.array([], dtype=np.int64), predecessors=True)
         assert dist.shape == (0, 50) and pred.shape == (0, 50)
 
@@ -307,15 +306,15 @@ def test_empty_batches():
 # -- Johnson ------------------------------------------------------------------------------------
 def test_reweight_on_device():
     graph = tricky_graph(50, 600, 3000, negative=True, exact=False)
-    g64 = _kernels.upload_graph(graph, F64)
-    h = _kernels.bellman_ford_potentials(g64)
-    rw = _kernels.reweight(g64, h)
+    g64 = device.upload_graph(graph, F64)
+    h = bellman_ford.bellman_ford_potentials(g64)
+    rw = sssp.reweight(g64, h)
     w = host(rw.weights)
     expected = np.maximum(graph.weights + h[graph.sources_of_edges] - h[graph.indices], 0)
     np.testing.assert_allclose(w, expected, rtol=0, atol=1e-9)
     assert w.min() >= 0 and not rw.has_negative_weights
     assert rw.indptr is g64.indptr and rw.indices is g64.indices
-    rw32 = _kernels.reweight(_kernels.upload_graph(graph, F32), _kernels.to_device(h))
+    rw32 = sssp.reweight(device.upload_graph(graph, F32), device.to_device(h))
     assert rw32.dtype == F32 and host(rw32.weights).min() >= 0
 
 
@@ -325,10 +324,10 @@ def test_reweight_on_device():
 def test_johnson_random(inner, dtype, batch):
     graph = tricky_graph(60 + batch, 811, 4000, negative=True, exact=False)
     sources = np.concatenate([spread(graph.n - 3, batch - 1), [graph.n - 1]])
-    h = _kernels.bellman_ford_potentials(_kernels.upload_graph(graph, F64))
-    rw = _kernels.reweight(_kernels.upload_graph(graph, dtype), h)
+    h = bellman_ford.bellman_ford_potentials(device.upload_graph(graph, F64))
+    rw = sssp.reweight(device.upload_graph(graph, dtype), h)
     preds = dtype == F32
-    dist, pred, stats = _kernels.johnson_batch(rw, sources, h, dtype, preds, inner=inner)
+    dist, pred, stats = sssp.johnson_batch(rw, sources, h, dtype, preds, inner=inner)
     dist, pred = host(dist), host(pred)
     assert_matches(dist, reference(graph, sources), dtype)
     if preds:
@@ -342,17 +341,17 @@ def test_johnson_real_graphs(data_dir, name):
     # potentials spread over twice the largest weight: some edges turn negative
     graph = reweighted(graph, seed=5, spread=2.0 * float(graph.weights.max()))
     sources = spread(graph.n, 80)
-    h = _kernels.bellman_ford_potentials(_kernels.upload_graph(graph, F64))
+    h = bellman_ford.bellman_ford_potentials(device.upload_graph(graph, F64))
     for dtype in DTYPES:
-        rw = _kernels.reweight(_kernels.upload_graph(graph, dtype), h)
-        dist, _, _ = _kernels.johnson_batch(rw, sources, h, dtype)
+        rw = sssp.reweight(device.upload_graph(graph, dtype), h)
+        dist, _, _ = sssp.johnson_batch(rw, sources, h, dtype)
         assert_matches(host(dist), reference(graph, sources), dtype)
 
 
 def test_potentials_find_negative_cycle():
     graph, _h = planted_cycle_graph(8, 400, 4)
     with pytest.raises(NegativeCycleError) as info:
-        _kernels.bellman_ford_potentials(_kernels.upload_graph(graph, F64))
+        bellman_ford.bellman_ford_potentials(device.upload_graph(graph, F64))
     assert_negative_cycle(graph, info.value)
 
 
@@ -362,4 +361,4 @@ def test_shared_helpers_come_from_one_header():
     header = (root / "sssp_state.cuh").read_text()
     for name in ("bellman_ford.cu", "dijkstra.cu"):
         assert '#include "sssp_state.cuh"' in (root / name).read_text()
-        assert header in _kernels.kernel_source(name)
+        assert header in loader.kernel_source(name)

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from mgapsp import _kernels
+from mgapsp.cuda import bellman_ford, loader
 
 REPO = Path(__file__).resolve().parents[1]
 KERNEL_DIR = REPO / "kernels"
@@ -35,7 +35,7 @@ def _nvcc() -> str:
 
 def test_there_are_kernels():
     assert KERNELS, f"no *.cu files in {KERNEL_DIR}"
-    assert (KERNEL_DIR / _kernels.KERNEL_FILE) in KERNELS
+    assert (KERNEL_DIR / loader.KERNEL_FILE) in KERNELS
 
 
 @pytest.mark.parametrize("mode", ["-c", "--ptx"])
@@ -59,22 +59,22 @@ def test_kernel_is_self_contained(source: Path):
         if line.lstrip().startswith("#include"):
             m = re.fullmatch(r'#include "([\w.-]+)"\s*', line.strip())
             assert m and (KERNEL_DIR / m.group(1)).is_file(), f"{source.name}: {line}"
-    inlined = _kernels.kernel_source(source.name)
+    inlined = loader.kernel_source(source.name)
     assert not [ln for ln in inlined.splitlines() if ln.lstrip().startswith("#include")]
     assert len(inlined) >= len(text)
 
 
 def _blosc_names():
-    from mgapsp._kernels import blosc
+    from mgapsp.cuda import blosc
 
     return blosc.KERNEL_FILE, blosc.KERNEL_NAMES
 
 
-@pytest.mark.parametrize("names", [lambda: (_kernels.KERNEL_FILE, _kernels.KERNEL_NAMES),
+@pytest.mark.parametrize("names", [lambda: (loader.KERNEL_FILE, bellman_ford.KERNEL_NAMES),
                                    _blosc_names], ids=["bellman_ford", "blosc_lz4"])
 def test_launched_kernels_are_defined(names):
     file, launched = names()
-    text = _kernels.kernel_source(file)
+    text = loader.kernel_source(file)
     # a kernel is defined as such, or by a macro whose name pastes its arguments
     # (``void bf_init_m##M(...)``), called at the start of a line
     defined = set(re.findall(r'extern\s+"C"\s+__global__\s+void\s+'
@@ -93,8 +93,8 @@ def test_launched_kernels_are_defined(names):
 
 def test_kernel_source_is_found():
     """The loader finds the source (package data, else the checkout's kernels/)."""
-    text = _kernels.kernel_source()
-    raw = (KERNEL_DIR / _kernels.KERNEL_FILE).read_text(encoding="utf-8")
+    text = loader.kernel_source()
+    raw = (KERNEL_DIR / loader.KERNEL_FILE).read_text(encoding="utf-8")
     header = (KERNEL_DIR / "sssp_state.cuh").read_text(encoding="utf-8")
     assert text == raw.replace('#include "sssp_state.cuh"\n', header)
 
@@ -114,7 +114,7 @@ def _module_level_imports(node):
 
 
 @pytest.mark.parametrize("module", sorted(
-    str(p.relative_to(REPO)) for p in (REPO / "mgapsp" / "_kernels").glob("*.py"))
+    str(p.relative_to(REPO)) for p in (REPO / "mgapsp" / "cuda").glob("*.py"))
     + ["mgapsp/backends/gpu.py"])
 def test_no_cupy_at_import(module: str):
     """CuPy is imported inside functions only: importing creates no CUDA context."""

@@ -2,19 +2,19 @@
 
 from __future__ import annotations
 
+import os
 import time
 
 import dask.array as da
 import numpy as np
 import pytest
 import zarr
-from distributed.diagnostics.plugin import SchedulerPlugin
 
 import mgapsp
 from mgapsp import NegativeCycleError, ResumeMismatchError, StoreError
-from mgapsp.pipeline import run_job
+from mgapsp.jobs.driver import run_job
 from mgapsp.store import Store
-from mgapsp.verify import verify_store
+from mgapsp.store.verify import verify_store
 
 from helpers import assert_distances_equal, cycle_weight, reweighted, scipy_distances
 
@@ -206,9 +206,10 @@ def test_a_file_per_batch_and_stores_of_chunk_files_still_resume(cpu_client, dat
                                                                   tmp_path, monkeypatch):
     """A new store keeps each batch's rows in one file, a shard of its row of chunks;
     ``shards=False`` writes a file per chunk, and such a store resumes as it is."""
-    from mgapsp import plan as plan_module
+    import dask
 
-    monkeypatch.setattr(plan_module, "CHUNK_ELEMENTS", 64 * 1024)   # 1,024-column chunks
+    # 1,024-column chunks
+    monkeypatch.setitem(dask.config.config["mgapsp"]["store"], "chunk-elements", 64 * 1024)
     graph = mgapsp.read_graph(data_dir / "rome99.gr")
     sources = _sources(graph, 300)
     for shards in (True, False):
@@ -245,71 +246,50 @@ def test_two_workers_share_the_batches(cpu_client, data_dir, tmp_path):
     assert len(report.per_worker) == 2, report.per_worker
 
 
-@pytest.mark.parametrize("announced", [True, False])
-def test_batches_end_with_their_workers_announcements(cpu_client, data_dir, tmp_path,
-                                                      monkeypatch, announced):
-    """Each worker announces its written batch as an event; the client takes a batch's
-    statistics from it and fetches no result.  Where announcements are lost, the
-    client fetches each result instead, and the job is the same."""
-    from distributed import Future
-
-    from mgapsp import pipeline
-
-    fetched = []
-    result = Future.result
-
-    def counting_result(self, *args, **kwargs):
-        if str(self.key).startswith("apsp-batch-"):
-            fetched.append(self.key)
-        return result(self, *args, **kwargs)
-
-    monkeypatch.setattr(Future, "result", counting_result)
-    if not announced:
-        monkeypatch.setattr(pipeline._Finished, "_on_event", classmethod(lambda cls, e: None))
-    graph = mgapsp.read_graph(data_dir / "rome99.gr")
-    out = tmp_path / "a.zarr"
-    report = run_job(graph, out, cpu_client, batch_size=64, sources=graph.vertex_ids[:640])
-    assert report.batches_run == 10
-    assert sorted(s["batch"] for s in report.batches) == list(range(10))
-    assert all(s["rows"] == 64 and s["stored_bytes"] > 0 for s in report.batches)
-    assert report.rows_run == 640 and sum(report.per_worker.values()) == 10
-    assert len(fetched) == (0 if announced else 10), fetched
-    # the scheduler keeps the announcements: every batch's statistics, as reported
-    announced_stats = [pipeline._plain(e[1]["stats"])
-                       for e in cpu_client.get_events(pipeline.BATCH_TOPIC)]
-    assert all(s in announced_stats for s in report.batches)
-    assert verify_store(out, all_rows=True).ok
-
-
-def test_every_batch_is_in_the_task_stream_when_the_job_returns(data_dir, tmp_path,
-                                                                monkeypatch):
-    """A batch ends for the client with its announcement, before its task's own end:
-    the job still returns only once every task finished (the dashboard's task stream,
-    and a performance report, show every batch).  Workers in this process here, whose
-    tasks end 0.2 s after their announcements."""
+def test_every_batch_is_a_task_of_the_stream(data_dir, tmp_path):
+    """Every batch is one Dask task ``apsp-batch-<i>-<run>`` (the dashboard's task
+    stream and a performance report show each), its statistics the task's result."""
     from distributed import Client, LocalCluster, get_task_stream
 
-    from mgapsp import pipeline
-
-    announce = pipeline._announce
-
-    def announce_then_linger(run, stats):
-        announce(run, stats)
-        time.sleep(0.2)
-
-    monkeypatch.setattr(pipeline, "_announce", announce_then_linger)
     graph = mgapsp.read_graph(data_dir / "rome99.gr")
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
                       dashboard_address="127.0.0.1:0") as cluster, Client(cluster) as client:
         with get_task_stream(client) as ts:
-            t = time.perf_counter()
             report = run_job(graph, tmp_path / "t.zarr", client, backend="cpu",
                              batch_size=32, sources=graph.vertex_ids[:32 * 4])
-            returned = time.perf_counter() - t
         keys = [t["key"] for t in ts.data if t["key"].startswith("apsp-batch-")]
-        assert sorted(int(k.split("-")[2]) for k in keys) == list(range(4))
-        assert report.batches_run == 4 and report.seconds <= returned
-        assert report.seconds - report.marks["last_result"] > 0.15
+    assert sorted(int(k.split("-")[2]) for k in keys) == list(range(4))
+    assert sorted(s["batch"] for s in report.batches) == list(range(4))
+    assert all(s["rows"] == 32 and s["stored_bytes"] > 0 for s in report.batches)
+    assert report.rows_run == 128 and sum(report.per_worker.values()) == 4
+
+
+def test_a_job_keeps_a_bounded_window_of_batches(data_dir, tmp_path, monkeypatch):
+    """At most ``mgapsp.jobs.in-flight-per-thread`` batches per worker thread are
+    submitted at once (the client's and scheduler's memory stay flat)."""
+    import dask
+    from distributed import Client, LocalCluster
+
+    from mgapsp.jobs import driver
+
+    most = [0]
+    real = driver.as_completed
+
+    class Counting(real):
+        def add(self, future):
+            super().add(future)
+            most[0] = max(most[0], self.count())
+
+    monkeypatch.setattr(driver, "as_completed", Counting)
+    graph = mgapsp.read_graph(data_dir / "rome99.gr")
+    with dask.config.set({"mgapsp.jobs.in-flight-per-thread": 1}), \
+            LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
+                         dashboard_address=None) as cluster, Client(cluster) as client:
+        report = run_job(graph, tmp_path / "w.zarr", client, backend="cpu", batch_size=8,
+                         sources=graph.vertex_ids[:8 * 12])
+    assert report.batches_run == 12
+    assert most[0] <= 2, most
+    assert verify_store(tmp_path / "w.zarr", all_rows=True).ok
 
 
 def test_a_failed_batch_stops_the_job(cpu_client, data_dir, tmp_path):
@@ -435,13 +415,14 @@ def test_gpu_batches_divide_among_worker_threads(data_dir, workers, n_sources):
 @pytest.mark.parametrize("n", [62586, 1_000_000, 5000, 1000])
 @pytest.mark.parametrize("batch", [1956, 978, 3912, 2048, 489, 1000, 1, 8192])
 def test_column_chunk_leaves_little_of_a_blosc_block(n, batch):
-    """A chunk is about CHUNK_ELEMENTS values, its width within 7/8 of that and no
+    """A chunk is about ``mgapsp.store.chunk-elements`` values, its width within 7/8 of that and no
     more, chosen for the fewest values left after its whole Blosc blocks (the widest
     such); a graph narrower than that is one chunk wide."""
-    from mgapsp.plan import BLOSC_BLOCK_ELEMENTS, CHUNK_ELEMENTS, column_chunk
+    from mgapsp import config
+    from mgapsp.plan import BLOSC_BLOCK_ELEMENTS, column_chunk
 
     cc = column_chunk(n, batch)
-    target = max(1024, CHUNK_ELEMENTS // batch)
+    target = max(1024, config.get("store.chunk-elements") // batch)
     if target >= n:
         assert cc == n
         return
@@ -453,23 +434,51 @@ def test_column_chunk_leaves_little_of_a_blosc_block(n, batch):
         assert cc * batch % BLOSC_BLOCK_ELEMENTS < 2048
 
 
-def test_gpu_computing_from_environment(monkeypatch):
-    from mgapsp import pipeline
+def test_settings_come_from_dask_config_and_the_old_variables(monkeypatch):
+    """Every knob resolves through dask.config under ``mgapsp``; the old ``MGAPSP_*``
+    variables still work and win; a bad value is one MgapspError naming its source."""
+    import dask
+
+    from mgapsp import MgapspError, config
 
     monkeypatch.delenv("MGAPSP_GPU_COMPUTING", raising=False)
-    assert pipeline.gpu_computing() == pipeline.GPU_COMPUTING
-    monkeypatch.setenv("MGAPSP_GPU_COMPUTING", "3")
-    assert pipeline.gpu_computing() == 3
+    assert config.get("gpu.computing-batches") == config.KNOBS["gpu.computing-batches"].default
+    with dask.config.set({"mgapsp.gpu.computing-batches": 3}):
+        assert config.get("gpu.computing-batches") == 3
+        monkeypatch.setenv("MGAPSP_GPU_COMPUTING", "5")
+        assert config.get("gpu.computing-batches") == 5
     for bad in ("0", "two", "-1"):
         monkeypatch.setenv("MGAPSP_GPU_COMPUTING", bad)
-        with pytest.raises(ValueError, match="MGAPSP_GPU_COMPUTING must be"):
-            pipeline.gpu_computing()
+        with pytest.raises(MgapspError, match="MGAPSP_GPU_COMPUTING must be"):
+            config.get("gpu.computing-batches")
+    monkeypatch.delenv("MGAPSP_GPU_COMPUTING")
+    with dask.config.set({"mgapsp.store.write-threads": "many"}):
+        with pytest.raises(MgapspError, match="mgapsp.store.write-threads must be an integer"):
+            config.get("store.write-threads")
+    for off in ("0", "no", "false", "off"):
+        monkeypatch.setenv("MGAPSP_GPU_COMPRESS", off)
+        assert config.get("gpu.compress") is False
+    monkeypatch.setenv("MGAPSP_GPU_COMPRESS", "1")
+    assert config.get("gpu.compress") is True
+    assert all(k.startswith("mgapsp.") for k in config.settings())
+
+
+def test_settings_from_the_environment_through_dask(tmp_path):
+    """``DASK_MGAPSP__SECTION__KEY`` sets a knob, as for any Dask setting."""
+    import subprocess
+    import sys
+
+    code = "from mgapsp import config; print(config.get('store.store-threads'))"
+    env = {**os.environ, "DASK_MGAPSP__STORE__STORE_THREADS": "7"}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                         text=True, check=True).stdout
+    assert out.strip() == "7"
 
 
 def test_gpu_busy_counts_overlapping_batches_once():
     """A GPU worker's busy fraction is the union of its batches' computing spans over
     the job's wall time: two batches computing at once count once."""
-    from mgapsp.pipeline import JobReport
+    from mgapsp.jobs.report import JobReport
 
     report = JobReport(plan=None, store=None, seconds=10.0)
     report.gpu_s.update({"a": 9.0, "b": 1.0})
@@ -484,7 +493,7 @@ def test_gpu_busy_counts_overlapping_batches_once():
 def test_idle_ends_are_the_job_before_and_after_every_batch_computing():
     """What no worker spends computing at the job's two ends: from its start to the
     first batch's kernels, from the last batch's kernels to its end."""
-    from mgapsp.pipeline import JobReport
+    from mgapsp.jobs.report import JobReport
 
     report = JobReport(plan=None, store=None, seconds=10.0, started=100.0)
     assert report.idle_ends() is None           # no batch computed
@@ -508,102 +517,3 @@ def test_a_run_reports_its_idle_ends(cpu_client, data_dir, tmp_path):
     assert 0 < first and 0 < last and first + last < report.seconds
     # the store's last record comes after every batch's kernels
     assert last >= report.seconds - report.marks["recorded"]
-
-
-def test_shares_follow_threads_then_even_out():
-    """Shares in proportion to each worker's threads, dealt in turn; a worker whose
-    share is used up takes from the back of the largest share left; a worker that
-    joined late (no share) does the same."""
-    from mgapsp.pipeline import _Shares
-
-    shares = _Shares(list(range(12)), {"b": 2, "a": 1, "c": 1})
-    assert {w: list(s) for w, s in shares.shares.items()} == {
-        "a": [1, 5, 9], "b": [0, 3, 4, 7, 8, 11], "c": [2, 6, 10]}
-    assert shares.take("a", 2) == [1, 5]
-    # a's last one, then the back of b's (the largest)
-    assert shares.take("a", 3) == [9, 11, 8]
-    assert shares.take("late", 1) == [7]
-    assert shares.take("c", 10) == [2, 6, 10, 4, 3, 0]
-    assert shares.take("b", 1) == [] and shares.take("a", 1) == []
-    # equal threads: a plain round robin
-    shares = _Shares(list(range(10)), {"x": 3, "y": 3})
-    assert list(shares.shares["x"]) == [0, 2, 4, 6, 8]
-    # the first batches a worker gets come from its own share only
-    shares = _Shares(list(range(6)), {"a": 1, "b": 1})
-    assert shares.take("a", 5, borrow=False) == [0, 2, 4]
-    assert shares.take("b", 1, borrow=False) == [1]
-    # every batch exactly once, whatever the order of taking
-    rng = np.random.default_rng(7)
-    for _ in range(20):
-        n = int(rng.integers(0, 50))
-        threads = {f"w{i}": int(rng.integers(1, 5)) for i in range(int(rng.integers(1, 6)))}
-        shares = _Shares(list(range(n)), threads)
-        sizes = [len(s) for s in shares.shares.values()]
-        total = sum(threads.values())
-        assert all(abs(s - n * t / total) < 1 for s, t in zip(sizes, threads.values()))
-        # dealt in turn: every prefix of the batches is shared out in proportion too
-        for w, share in shares.shares.items():
-            for k in range(n + 1):
-                mine = sum(1 for b in share if b < k)
-                assert abs(mine - k * threads[w] / total) < 1, (threads, w, k)
-        got = []
-        while True:
-            w = rng.choice([*threads, "late"])
-            more = shares.take(w, int(rng.integers(1, 4)))
-            if not more:
-                break
-            got += more
-        assert sorted(got) == list(range(n))
-    # Floyd-Warshall slabs: shares by the owner of each batch
-    owned = _Shares.by_owner(list(range(6)), lambda b: "x" if b < 4 else "y")
-    assert {w: list(s) for w, s in owned.shares.items()} == {"x": [0, 1, 2, 3], "y": [4, 5]}
-
-
-class _RecordPlacement(SchedulerPlugin):
-    """Scheduler plugin: the worker each batch task was restricted to."""
-
-    name = "mgapsp-test-placement"
-
-    def __init__(self, scheduler):
-        self.scheduler = scheduler
-        self.seen = {}
-
-    def transition(self, key, start, finish, *args, **kwargs):
-        if finish == "processing" and str(key).startswith("apsp-batch"):
-            ts = self.scheduler.tasks[key]
-            self.seen[key] = (sorted(ts.worker_restrictions or ()), ts.loose_restrictions)
-
-
-def test_batches_wait_in_their_workers_queue(data_dir, tmp_path):
-    """On workers of one and two threads, each batch task is loosely restricted to one
-    worker (a lost worker's batches still run elsewhere), and each worker gets its share,
-    in proportion to its threads, dealt in turn."""
-    from distributed import Client, Nanny, Scheduler, SpecCluster
-
-    workers = {name: {"cls": Nanny, "options": {"nthreads": t, "host": "127.0.0.1"}}
-               for name, t in (("one", 1), ("two", 2))}
-    scheduler = {"cls": Scheduler, "options": {"dashboard_address": None,
-                                               "host": "127.0.0.1"}}
-    graph = mgapsp.read_graph(data_dir / "rome99.gr")
-    with SpecCluster(workers=workers, scheduler=scheduler) as cluster, \
-            Client(cluster) as client:
-        client.wait_for_workers(2, timeout=60)
-        plugin = _RecordPlacement(cluster.scheduler)
-        cluster.scheduler.add_plugin(plugin)
-        report = run_job(graph, tmp_path / "p.zarr", client, backend="cpu", batch_size=32,
-                         sources=graph.vertex_ids[:9 * 32])
-        threads = client.nthreads()
-    assert report.batches_run == 9
-    assert verify_store(tmp_path / "p.zarr", all_rows=True).ok
-    placed = {int(k.split("-")[2]): v for k, v in plugin.seen.items()}
-    assert sorted(placed) == list(range(9))
-    assert all(len(w) == 1 and loose for w, loose in placed.values()), placed
-    # 4 in flight per thread would be 4 and 8: more than the shares (3 and 6), so every
-    # batch is handed out at once, each to the worker whose share holds it
-    by_worker = {}
-    for b, (w, _) in sorted(placed.items()):
-        by_worker.setdefault(w[0], []).append(b)
-    assert {w: len(b) for w, b in by_worker.items()} == {
-        w: 3 * t for w, t in threads.items()}, by_worker
-    one, two = (by_worker[w] for w in sorted(threads, key=threads.get))
-    assert one == [1, 4, 7] and two == [0, 2, 3, 5, 6, 8], by_worker

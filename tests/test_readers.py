@@ -21,10 +21,10 @@ import scipy.sparse
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import mgapsp.io as mio
+import mgapsp.readers.text as mio
 from mgapsp.errors import EmptyGraphError, GraphFormatError, UnsupportedError
 from mgapsp.graph import Graph
-from mgapsp.io import FORMATS, detect_format, read_graph
+from mgapsp.readers import FORMATS, detect_format, read_graph
 
 DATA = Path(__file__).parent / "data"
 

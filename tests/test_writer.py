@@ -10,7 +10,9 @@ import pytest
 import zarr
 from zarr.codecs import ZstdCodec
 
-from mgapsp import writer
+from mgapsp import config
+from mgapsp.store import files as store_files
+from mgapsp.store import writer
 from mgapsp.store import COMPRESSIONS
 
 
@@ -106,7 +108,7 @@ def test_a_failed_shard_leaves_nothing(tmp_path, monkeypatch, failing):
                             shards=(16, 128), dtype="float32", fill_value=np.nan,
                             compressors=[COMPRESSIONS["lz4"]])
     block = _block(np.random.default_rng(6), 16, 300, "float32")
-    where, name, nth = {"compress": (writer, "_host_tile", 4), "write": (writer, "_pwrite", 4),
+    where, name, nth = {"compress": (writer, "_host_tile", 4), "write": (store_files, "_pwrite", 4),
                         "rename": (os, "replace", 1)}[failing]
     real, calls = getattr(where, name), []
 
@@ -170,10 +172,11 @@ def test_write_threads(monkeypatch):
     monkeypatch.setenv("MGAPSP_WRITE_THREADS", "3")
     assert writer.write_threads() == 3
     monkeypatch.setenv("MGAPSP_WRITE_THREADS", "zero")
-    with pytest.raises(ValueError, match="MGAPSP_WRITE_THREADS must be a positive"):
+    with pytest.raises(ValueError, match="MGAPSP_WRITE_THREADS must be"):
         writer.write_threads()
     monkeypatch.delenv("MGAPSP_WRITE_THREADS")
     assert 1 <= writer.write_threads() <= (os.cpu_count() or 1)
+    assert writer.write_threads(gpu=False) == 1     # a CPU worker's cores compute
 
 
 def test_store_threads(monkeypatch):
@@ -181,11 +184,11 @@ def test_store_threads(monkeypatch):
     monkeypatch.setenv("MGAPSP_WRITE_THREADS", "1")
     assert writer.store_threads() == 1          # never more than the write threads
     monkeypatch.setenv("MGAPSP_WRITE_THREADS", "64")
-    assert writer.store_threads() == writer.STORE_THREADS
+    assert writer.store_threads() == config.KNOBS["store.store-threads"].default
     monkeypatch.setenv("MGAPSP_STORE_THREADS", "5")
     assert writer.store_threads() == 5
     monkeypatch.setenv("MGAPSP_STORE_THREADS", "-1")
-    with pytest.raises(ValueError, match="MGAPSP_STORE_THREADS must be a positive"):
+    with pytest.raises(ValueError, match="MGAPSP_STORE_THREADS must be"):
         writer.store_threads()
 
 
@@ -221,7 +224,7 @@ def test_device_blocks_match_host_blocks(tmp_path, monkeypatch, stage_bytes):
     checks the frames the GPU makes)."""
     import cupy
 
-    from mgapsp._kernels import staging
+    from mgapsp.cuda import staging
 
     monkeypatch.setenv("MGAPSP_GPU_COMPRESS", "0")
     if stage_bytes:
@@ -234,7 +237,7 @@ def test_device_blocks_match_host_blocks(tmp_path, monkeypatch, stage_bytes):
         for start in range(0, shape[0], chunks[0]):
             stop = min(start + chunks[0], shape[0])
             block = _block(rng, stop - start, shape[1], dtype)
-            stats = writer.write_block(dev, start, cupy.asarray(block))
+            stats = writer.write_block(dev, start, cupy.asarray(block), staging)
             writer.write_block(host, start, block)
             assert stats["copy_s"] > 0
         assert (_chunk_files(tmp_path / f"{dtype}-ours.zarr")

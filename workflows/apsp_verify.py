@@ -15,9 +15,9 @@ import time
 
 import mgapsp
 from mgapsp.api import resolve_backend
-from mgapsp.cluster import connect
-from mgapsp.pipeline import run_job
-from mgapsp.verify import verify_store
+from mgapsp.jobs.cluster import connect
+from mgapsp.jobs.driver import run_job
+from mgapsp.store.verify import verify_store
 
 
 def main(argv=None) -> int:

@@ -15,7 +15,6 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import json
-import os
 import platform
 import socket
 import statistics
@@ -27,8 +26,8 @@ import numpy as np
 from scipy.sparse import csgraph
 
 import mgapsp
-from mgapsp import _kernels as K
-from mgapsp._kernels import fw as FW
+from mgapsp.cuda import bellman_ford, device, frontier, sssp
+from mgapsp.cuda import fw as FW
 from mgapsp.graph import Graph
 
 DATA = Path(__file__).resolve().parent.parent / "tests" / "data"
@@ -113,26 +112,26 @@ def sssp_rows(graph, sources, *, scipy_method, sample, algos, bf_ablation=False,
     rows = [] if rows is None else rows
     t_ref, how = scipy_seconds(graph, sources, scipy_method, sample)
     B = len(sources)
-    d32 = K.upload_graph(graph, np.float32)
+    d32 = device.upload_graph(graph, np.float32)
     cases = []
     if "bellman-ford" in algos:
-        cases.append(("bellman-ford", lambda: K.bellman_ford_batch(d32, sources)))
+        cases.append(("bellman-ford", lambda: bellman_ford.bellman_ford_batch(d32, sources)))
         if bf_ablation:
             for flag in ("frontier", "dedup", "classify", "virtual_warp", "early_stop"):
-                opts = K.BFOptions(**{flag: False})
+                opts = frontier.BFOptions(**{flag: False})
                 cases.append((f"bellman-ford, {flag} off",
-                              lambda o=opts: K.bellman_ford_batch(d32, sources, options=o)))
+                              lambda o=opts: bellman_ford.bellman_ford_batch(d32, sources, options=o)))
     if "dijkstra" in algos:
         for variant in ("general", "economic"):
             cases.append((f"crauser dijkstra ({variant})",
-                          lambda v=variant: K.dijkstra_batch(d32, sources, variant=v)))
+                          lambda v=variant: sssp.dijkstra_batch(d32, sources, variant=v)))
     if "johnson" in algos:
-        d64 = K.upload_graph(graph, np.float64)
+        d64 = device.upload_graph(graph, np.float64)
 
         def johnson():
-            h = K.bellman_ford_potentials(d64)
-            rw = K.reweight(d32, h)
-            return K.johnson_batch(rw, sources, h)
+            h = bellman_ford.bellman_ford_potentials(d64)
+            rw = sssp.reweight(d32, h)
+            return sssp.johnson_batch(rw, sources, h)
 
         cases.append(("johnson (potentials + reweight + dijkstra)", johnson))
     for label, fn in cases:
@@ -149,7 +148,7 @@ def sssp_rows(graph, sources, *, scipy_method, sample, algos, bf_ablation=False,
         print(f"  {graph.name:40s} {label:44s} {t * 1e3:9.2f} ms  x{t_ref / t:8.1f}",
               flush=True)
         del dist
-    K.release_pool()
+    device.release_pool()
     return rows
 
 
@@ -200,7 +199,7 @@ def fw_rows(n, scipy_n, rows=None):
         print(f"  FW n={n} {label:24s} {t:8.3f} s  {rate / 1e12:6.2f} T updates/s  "
               f"x{t_ref / t:8.0f}", flush=True)
         del base, work, weights, result
-        K.release_pool()
+        device.release_pool()
     return rows
 
 

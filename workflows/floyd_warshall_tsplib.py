@@ -15,7 +15,7 @@ import sys
 import numpy as np
 
 import mgapsp
-from mgapsp.verify import verify_store
+from mgapsp.store.verify import verify_store
 
 
 def main(argv=None) -> int:

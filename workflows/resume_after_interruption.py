@@ -16,7 +16,7 @@ import sys
 import time
 
 from mgapsp.store import Store
-from mgapsp.verify import verify_store
+from mgapsp.store.verify import verify_store
 
 
 def main(argv=None) -> int:

@@ -30,10 +30,12 @@ from pathlib import Path
 import numpy as np
 
 import mgapsp
+from mgapsp import config
 from mgapsp.api import resolve_backend
-from mgapsp.cluster import GPU_WORKER_THREADS, connect, gpu_count
-from mgapsp.pipeline import GPU_COMPUTING, run_job
-from mgapsp.writer import store_threads, write_threads
+from mgapsp.devices import gpu_count
+from mgapsp.jobs.cluster import connect
+from mgapsp.jobs.driver import run_job
+from mgapsp.store.writer import store_threads, write_threads
 
 
 def _flush_page_cache() -> None:
@@ -50,7 +52,7 @@ def measure(graph, backend, workers, sources, batch_size, scratch, compression="
         client.wait_for_workers(workers, timeout=120)
         # Warm-up: compile kernels, load the graph and grow the buffers of every
         # worker thread (a batch each).
-        per_worker = GPU_WORKER_THREADS if backend == "gpu" else 1
+        per_worker = config.get("cluster.gpu-worker-threads") if backend == "gpu" else 1
         run_job(graph, scratch / "warm.zarr", client, backend=backend, overwrite=True,
                 sources=sources[:batch_size * workers * per_worker], batch_size=batch_size)
         reports = []
@@ -160,8 +162,8 @@ def main(argv=None) -> int:
         batch = args.batch_size
     elif backend == "gpu":
         # one batch size for every point: at most 2048 rows, in a whole number of
-        # batches per computing slot (GPU_COMPUTING per GPU) at the largest point
-        threads = GPU_COMPUTING * max(counts)
+        # batches per computing slot (mgapsp.gpu.computing-batches per GPU) at the largest point
+        threads = config.get("gpu.computing-batches") * max(counts)
         batches = -(-len(sources) // 2048)               # of at most 2048 rows
         batches = -(-batches // threads) * threads      # a multiple of the slots
         batch = -(-len(sources) // batches)

@@ -1,6 +1,6 @@
 """Run an mgapsp job on a SLURM cluster with dask-jobqueue.
 
-Each SLURM job is one GPU node: ``python -m mgapsp.worker`` starts one Dask worker per
+Each SLURM job is one GPU node: ``python -m mgapsp.jobs.worker`` starts one Dask worker per
 GPU (``dask cuda worker``), each limited to the node's memory divided by its GPUs; the
 scheduler runs here, in the driver (run this on a login node or in a small job).
 
@@ -31,7 +31,7 @@ def make_cluster(*, gpus_per_node: int, memory_per_gpu: str, cores_per_gpu: int,
                  walltime: str = "01:00:00", interface: str | None = None,
                  tls_dir: str | None = None, python: str | None = None,
                  log_directory: str | None = None, dashboard_address: str = ":8787"):
-    """A ``SLURMCluster`` whose jobs are whole GPU nodes running ``mgapsp.worker``."""
+    """A ``SLURMCluster`` whose jobs are whole GPU nodes running ``mgapsp.jobs.worker``."""
     from dask.utils import format_bytes
     from dask_jobqueue import SLURMCluster
 
@@ -53,7 +53,7 @@ def make_cluster(*, gpus_per_node: int, memory_per_gpu: str, cores_per_gpu: int,
         job_cpu=cores_per_gpu * gpus_per_node,
         job_mem=f"{per_gpu * gpus_per_node // 2**20}M",
         job_extra_directives=[f"--gres=gpu:{gpus_per_node}"],
-        worker_command="mgapsp.worker", queue=queue, account=account,
+        worker_command="mgapsp.jobs.worker", queue=queue, account=account,
         walltime=walltime, interface=interface, python=python,
         log_directory=log_directory,
         scheduler_options={"dashboard_address": dashboard_address}, **kwargs)

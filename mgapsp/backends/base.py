@@ -12,11 +12,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..errors import UnsupportedError
 from ..graph import Graph
 
-__all__ = ["Backend", "BatchResult", "ALGORITHMS"]
+__all__ = ["Backend", "BatchResult", "ALGORITHMS", "SLAB_ALIGN"]
 
 ALGORITHMS = ("bellman-ford", "dijkstra", "johnson", "floyd-warshall")
+#: Floyd-Warshall slabs across workers start at multiples of this many rows (the GPU
+#: pivot blocks, 128 and 256, divide it)
+SLAB_ALIGN = 256
 
 
 @dataclass
@@ -40,6 +44,21 @@ class Backend(ABC):
     name: str = ""
     #: algorithms this backend runs, in :data:`ALGORITHMS` spelling
     algorithms: tuple[str, ...] = ()
+    #: what the store's writer uses to cut a device block into chunks or compressed
+    #: frames on its device (:mod:`mgapsp.cuda.staging`); None: blocks are NumPy
+    staging = None
+
+    def select_columns(self, block, columns: np.ndarray):
+        """``block[:, columns]``, on the block's own device."""
+        return block[:, columns]
+
+    def floyd_warshall_slab(self, n: int, r0: int, r1: int, edges, dtype: np.dtype,
+                            exchange, bounds, info: dict) -> tuple:
+        """Rows ``r0:r1`` of a Floyd-Warshall matrix split in slabs across workers
+        (:mod:`mgapsp.jobs.fw_slabs`): ``edges`` are the rows' out-edges ``(indptr from
+        0, indices, weights)``, pivot rows pass through ``exchange``.  Returns
+        ``(rows, stats)``."""
+        raise UnsupportedError(f"the {self.name} backend has no Floyd-Warshall slabs")
 
     @abstractmethod
     def potentials(self, graph: Graph) -> np.ndarray:

@@ -15,7 +15,7 @@ from scipy.sparse import csgraph
 
 from ..errors import InsufficientMemoryError, NegativeCycleError, UnsupportedError
 from ..graph import Graph
-from .base import ALGORITHMS, Backend, BatchResult
+from .base import ALGORITHMS, SLAB_ALIGN, Backend, BatchResult
 
 __all__ = ["CPUBackend", "bellman_ford_potentials", "find_negative_cycle"]
 
@@ -74,6 +74,9 @@ class CPUBackend(Backend):
             pred = pred.astype(np.int32, copy=False)
             pred[pred == _SCIPY_NO_PRED] = -1
         return BatchResult(dist.astype(dtype, copy=False), pred, {"sources": len(sources)})
+
+    def floyd_warshall_slab(self, n, r0, r1, edges, dtype, exchange, bounds, info):
+        return floyd_warshall_rows_cpu(n, r0, r1, *edges, exchange, bounds, info["name"])
 
     def memory_available(self) -> int:
         try:
@@ -203,3 +206,46 @@ def _cycle_from_predecessors(graph, pred, starts):
 def _cycle_weight(graph, cycle) -> float:
     cycle = np.asarray(cycle, dtype=np.int64)
     return float(graph.edge_weights(cycle, np.roll(cycle, -1)).sum())
+
+
+def floyd_warshall_rows_cpu(n: int, r0: int, r1: int, indptr, indices, weights, exchange,
+                            bounds, name: str = "graph"):
+    """Rows ``r0:r1`` of the distance matrix in float64, NumPy on this worker's slab
+    (``indptr`` from 0, ``indices``, ``weights``: the rows' out-edges), pivot blocks of
+    :data:`mgapsp.plan.SLAB_ALIGN` rows exchanged through ``exchange``."""
+    rows = r1 - r0
+    S = np.full((rows, n), np.inf)
+    S[np.repeat(np.arange(rows), np.diff(indptr)), indices] = weights
+    local = np.arange(rows)
+    S[local, local + r0] = np.minimum(S[local, local + r0], 0.0)
+    B = SLAB_ALIGN
+    panel_buf = np.empty((B, n))
+    starts = np.array([lo for lo, _ in bounds])
+    step = max(1, 2**16 // max(n, 1))          # rows per pass: a block stays in cache
+    tmp = np.empty((step, n))
+    exchanged = 0
+    for k0 in range(0, n, B):
+        kc = min(B, n - k0)
+        root = int(np.searchsorted(starts, k0, side="right") - 1)
+        if root == exchange.rank:
+            # the pivot rows, closed over their own pivots (classic FW on kc rows)
+            panel = S[k0 - r0:k0 - r0 + kc]
+            for k in range(kc):
+                np.minimum(panel, panel[:, k0 + k, None] + panel[k], out=panel)
+        else:
+            panel = panel_buf[:kc]
+        exchange.bcast(panel, root)
+        exchanged += panel.nbytes
+        # every row against the closed pivot rows, pivot by pivot (on the owner's own
+        # pivot rows this changes nothing: they are closed)
+        for a in range(0, rows, step):
+            blk = S[a:a + step]
+            t = tmp[:len(blk)]
+            for k in range(kc):
+                np.add(blk[:, k0 + k, None], panel[k], out=t)
+                np.minimum(blk, t, out=blk)
+    negative = int(bool((S[local, local + r0] < 0).any())) if rows else 0
+    if exchange.allreduce_sum(np.array([negative]))[0]:
+        raise UnsupportedError(f"graph {name!r} has a negative cycle")
+    return S, {"method": "numpy-fp64", "rounds": -(-n // B), "updates": rows * n * n,
+               "exchanged_bytes": exchanged}

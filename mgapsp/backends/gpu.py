@@ -6,7 +6,7 @@ CSRs keyed by (device, graph fingerprint, dtype), so the batches of one job uplo
 the graph once; Johnson's reweighted copy is cached the same way, keyed also by a hash
 of the potentials (computed once per job).  Floyd-Warshall computes the whole matrix
 once per graph, keeps it on the device and answers every batch from it.  All kernel
-work goes through :mod:`mgapsp._kernels`; importing this module imports no CuPy.
+work goes through :mod:`mgapsp.cuda`; importing this module imports no CuPy.
 """
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ from collections import OrderedDict
 
 import numpy as np
 
-from .. import _kernels
-from .._kernels.staging import FRAME_GROUP_BYTES
+from ..cuda import bellman_ford, device, frontier, fw, sssp, staging
+from ..cuda.staging import FRAME_GROUP_BYTES
 from ..errors import InsufficientMemoryError, UnsupportedError
 from ..graph import Graph
 from .base import ALGORITHMS, Backend, BatchResult
@@ -27,7 +27,7 @@ __all__ = ["GPUBackend", "clear_device_cache"]
 
 _LOCK = threading.RLock()
 #: (device, fingerprint, dtype) -> DeviceGraph, most recently used last
-_GRAPHS: "OrderedDict[tuple, _kernels.DeviceGraph]" = OrderedDict()
+_GRAPHS: "OrderedDict[tuple, device.DeviceGraph]" = OrderedDict()
 _MAX_GRAPHS = 4
 #: (device, fingerprint, dtype) -> (dist, pred or None); one matrix at a time
 _FW: "OrderedDict[tuple, tuple]" = OrderedDict()
@@ -123,7 +123,7 @@ class GPUBackend(Backend):
                 for cache in (_FW, _REWEIGHTED, _GRAPHS):
                     for key in [k for k in cache if k[1] != fp]:
                         del cache[key]
-            _kernels.release_pool()
+            device.release_pool()
             available = self.memory_available()
         if needed > available:
             raise InsufficientMemoryError(what, needed, available, hint=hint)
@@ -131,16 +131,16 @@ class GPUBackend(Backend):
     # -- resident graphs ---------------------------------------------------------------
     def _resident(self, graph: Graph, dtype: np.dtype) -> bool:
         with _LOCK:
-            return (_kernels.device_id(), graph.fingerprint, dtype.str) in _GRAPHS
+            return (device.device_id(), graph.fingerprint, dtype.str) in _GRAPHS
 
-    def _device_graph(self, graph: Graph, dtype: np.dtype) -> "_kernels.DeviceGraph":
-        key = (_kernels.device_id(), graph.fingerprint, dtype.str)
+    def _device_graph(self, graph: Graph, dtype: np.dtype) -> "device.DeviceGraph":
+        key = (device.device_id(), graph.fingerprint, dtype.str)
         with _LOCK:
             dg = _GRAPHS.get(key)
             if dg is not None:
                 _GRAPHS.move_to_end(key)
                 return dg
-            dg = _kernels.publish(_kernels.upload_graph(graph, dtype))
+            dg = device.publish(device.upload_graph(graph, dtype))
             _GRAPHS[key] = dg
             while len(_GRAPHS) > _MAX_GRAPHS:
                 _GRAPHS.popitem(last=False)
@@ -152,12 +152,12 @@ class GPUBackend(Backend):
         if not graph.has_negative_weights:
             return np.zeros(graph.n, dtype=np.float64)
         # state and predecessor words, lane masks, queues, the cycle check
-        needed = graph.n * (16 + 16) + min(12 * (graph.n + 1), _kernels.CHECK_BYTES)
+        needed = graph.n * (16 + 16) + min(12 * (graph.n + 1), bellman_ford.CHECK_BYTES)
         if not self._resident(graph, f64):
             needed += _csr_bytes(graph, f64)
         self._ensure_memory(graph, needed, f"Johnson potentials on {graph.n} vertices",
                             hint="use the cpu backend")
-        return _kernels.bellman_ford_potentials(self._device_graph(graph, f64))
+        return bellman_ford.bellman_ford_potentials(self._device_graph(graph, f64))
 
     def distances(
         self,
@@ -174,7 +174,7 @@ class GPUBackend(Backend):
 
         With ``device=True`` the blocks stay on the device (CuPy arrays), for a writer
         that stages them to the host itself, and the calling thread's current stream
-        becomes its own (:func:`mgapsp._kernels.use_thread_stream`); ``stats["gpu_s"]``
+        becomes its own (:func:`mgapsp.device.use_thread_stream`); ``stats["gpu_s"]``
         is the device time of the batch (CUDA events).
 
         ``algorithm`` is ``"bellman-ford"``, ``"dijkstra"`` (Crauser's parallel
@@ -199,16 +199,16 @@ class GPUBackend(Backend):
             # this thread's own stream, from now on: the caller's next steps on the
             # block (the writer's compression and copies) follow it there, while the
             # worker's other thread runs its batch
-            _kernels.use_thread_stream()
-        timer = _kernels.GPUTimer().start()
+            device.use_thread_stream()
+        timer = staging.GPUTimer().start()
         if algorithm == "floyd-warshall":
             result = self._floyd_warshall(graph, src, dt, predecessors)
         else:
             result = self._batched(graph, src, dt, predecessors, algorithm, potentials)
         result.stats["gpu_s"] = timer.stop()
         if not device:
-            result.distances = _kernels.to_host(result.distances)
-            result.predecessors = _kernels.to_host(result.predecessors)
+            result.distances = device.to_host(result.distances)
+            result.predecessors = device.to_host(result.predecessors)
         return result
 
     def _batched(self, graph, src, dt, predecessors, algorithm, potentials) -> BatchResult:
@@ -221,12 +221,12 @@ class GPUBackend(Backend):
                             hint="use a smaller --batch-size")
         dg = self._device_graph(graph, dt)
         if algorithm == "bellman-ford":
-            dist, pred, stats = _kernels.bellman_ford_batch(dg, src, dt, predecessors)
+            dist, pred, stats = bellman_ford.bellman_ford_batch(dg, src, dt, predecessors)
         elif algorithm == "dijkstra":
-            dist, pred, stats = _kernels.dijkstra_batch(dg, src, dt, predecessors)
+            dist, pred, stats = sssp.dijkstra_batch(dg, src, dt, predecessors)
         else:
             d_rw, h = self._reweighted(graph, dg, dt, potentials)
-            dist, pred, stats = _kernels.johnson_batch(d_rw, src, h, dt, predecessors)
+            dist, pred, stats = sssp.johnson_batch(d_rw, src, h, dt, predecessors)
         stats = {"algorithm": algorithm, "backend": self.name, **stats}
         return BatchResult(distances=dist, predecessors=pred, stats=stats)
 
@@ -238,7 +238,7 @@ class GPUBackend(Backend):
         h = np.ascontiguousarray(potentials, dtype=np.float64)
         if h.shape != (graph.n,):
             raise ValueError(f"potentials must have shape ({graph.n},), got {h.shape}")
-        key = (_kernels.device_id(), graph.fingerprint, dt.str, _potentials_key(h))
+        key = (device.device_id(), graph.fingerprint, dt.str, _potentials_key(h))
         with _LOCK:
             entry = _REWEIGHTED.get(key)
             if entry is not None:
@@ -247,14 +247,14 @@ class GPUBackend(Backend):
             if not h.any() and not graph.has_negative_weights:
                 entry = (dg, h)                 # nothing to reweight
             else:
-                entry = _kernels.publish((_kernels.reweight(dg, h), _kernels.to_device(h)))
+                entry = device.publish((sssp.reweight(dg, h), device.to_device(h)))
             _REWEIGHTED[key] = entry
             while len(_REWEIGHTED) > _MAX_REWEIGHTED:
                 _REWEIGHTED.popitem(last=False)
             return entry
 
     def _floyd_warshall(self, graph, src, dt, predecessors) -> BatchResult:
-        dev = _kernels.device_id()
+        dev = device.device_id()
         key = (dev, graph.fingerprint, dt.str)
         with _LOCK:
             entry = _FW.get(key)
@@ -273,22 +273,43 @@ class GPUBackend(Backend):
                     hint="use algorithm bellman-ford or the cpu backend",
                 )
                 dg = self._device_graph(graph, dt)
-                D, P, _ = _kernels.floyd_warshall(dg, dt, predecessors)
-                entry = _kernels.publish((D, P))
+                D, P, _ = fw.floyd_warshall(dg, dt, predecessors)
+                entry = device.publish((D, P))
                 _FW[key] = entry
                 while len(_FW) > _MAX_FW:
                     _FW.popitem(last=False)
             D, P = entry
-            dist = _kernels.take_rows(D, src, host=False)
-            pred = _kernels.take_rows(P, src, host=False) if predecessors else None
+            dist = device.take_rows(D, src, host=False)
+            pred = device.take_rows(P, src, host=False) if predecessors else None
         stats = {"algorithm": "floyd-warshall", "backend": self.name,
                  "rounds": 0 if cached else graph.n,
                  "relaxations": 0 if cached else graph.n ** 3, "cached": cached}
         return BatchResult(distances=dist, predecessors=pred, stats=stats)
 
+    staging = staging
+
+    def select_columns(self, block, columns: np.ndarray):
+        return staging.select_columns(block, columns)
+
+    @staticmethod
+    def fw_methods(dtype, weights, n: int) -> list:
+        """The Floyd-Warshall methods to try for a slab job, best first."""
+        return fw.plan_methods(dtype, weights, n)
+
+    def floyd_warshall_slab(self, n, r0, r1, edges, dtype, exchange, bounds, info):
+        cupy = device._cupy()
+        with cupy.cuda.Stream(non_blocking=True) as stream:
+            timer = staging.GPUTimer().start()
+            dist, stats = fw.floyd_warshall_rows(
+                n, r0, r1, *edges, dtype, exchange, bounds, methods=info["methods"],
+                wmax=info["wmax"], nonneg=info["nonneg"], name=info["name"])
+            stats["gpu_s"] = timer.stop()
+            stream.synchronize()
+        return dist, stats
+
     def memory_available(self) -> int:
         """Free bytes on the current device plus what CuPy's memory pool holds free."""
-        return _kernels.memory_available()
+        return device.memory_available()
 
     def memory_needed(self, graph: Graph, batch_size: int, *, algorithm: str,
                       dtype: np.dtype, predecessors: bool, fw_rows: int | None = None) -> int:
@@ -311,18 +332,18 @@ class GPUBackend(Backend):
             return fixed + matrix + graph.m * 4 + B * n * out + B * 8
         # the batched kernels: state words (see kernels/bellman_ford.cu), per-chunk
         # lane masks and queues, the (B, n) output, the sources and their row map
-        _G, C, Bp = _kernels.chunking(B)
+        _G, C, Bp = frontier.chunking(B)
         negative = graph.has_negative_weights
         items = n * C
         if algorithm == "bellman-ford":
-            mode = _kernels.state_mode(dt, predecessors or negative)
+            mode = frontier.state_mode(dt, predecessors or negative)
             work = 4 * items * 4 + 8 * 32                    # 2 mask arrays, 2 queues
             if negative:                                      # predecessor-cycle check
-                work += min(B * (n + 1) * 12, _kernels.CHECK_BYTES) + 4 * items
+                work += min(B * (n + 1) * 12, bellman_ford.CHECK_BYTES) + 4 * items
         else:
-            mode = _kernels.state_mode(dt, predecessors)
+            mode = frontier.state_mode(dt, predecessors)
             work = 4 * items + 2 * 8 * Bp + 64               # fringe masks, thresholds
             if algorithm == "johnson":
                 work += graph.m * (dt.itemsize + 2 * 8) + n * 8   # reweighted copy, h
-        state = _kernels.state_bytes(n, B, mode)
+        state = frontier.state_bytes(n, B, mode)
         return fixed + state + work + B * n * out + B * 16

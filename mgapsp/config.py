@@ -1,0 +1,129 @@
+"""Every knob of mgapsp in one place, resolved through ``dask.config`` under ``mgapsp``.
+
+Users set them as Dask users expect: in a Dask YAML file (``mgapsp: {store:
+{write-threads: 8}}``), through the environment (``DASK_MGAPSP__STORE__WRITE_THREADS=8``)
+or in code (``dask.config.set({"mgapsp.store.write-threads": 8})``).  The older
+``MGAPSP_*`` environment variables still work and, where set, win.  A job sends the
+client's values to its workers (:class:`mgapsp.jobs.cluster.ConfigPlugin`), so a worker computes with the
+settings of the job it runs.
+
+:data:`KNOBS` lists each key with its default and why it exists; ``user`` knobs are
+documented in the README, the others are tuning.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Any
+
+import dask.config
+
+from .errors import MgapspError
+
+__all__ = ["KNOBS", "Knob", "get", "settings"]
+
+
+@dataclass(frozen=True)
+class Knob:
+    default: Any
+    kind: type
+    why: str
+    user: bool = False
+    alias: str | None = None        # the environment variable of before
+
+
+KNOBS: dict[str, Knob] = {
+    "cluster.dashboard-address": Knob(
+        "127.0.0.1:8787", str, "where the embedded cluster serves its dashboard; "
+        "loopback only, so that other hosts cannot reach it", user=True),
+    "cluster.worker-wait": Knob(
+        120.0, float, "seconds a job waits for the first worker of an attached cluster "
+        "(a batch system may still be starting it)", user=True),
+    "cluster.gpu-worker-threads": Knob(
+        4, int, "threads of each GPU worker of the embedded cluster: batches computing "
+        "and others compressing and writing meanwhile"),
+    "gpu.computing-batches": Knob(
+        2, int, "batches whose kernels run on one GPU at once; a worker's other threads "
+        "write finished blocks meanwhile, so the GPU does not wait for the disk",
+        alias="MGAPSP_GPU_COMPUTING"),
+    "gpu.compress": Knob(
+        True, bool, "compress Blosc LZ4 chunks on the GPU (one GPU makes distances "
+        "faster than the host's cores compress them)", user=True,
+        alias="MGAPSP_GPU_COMPRESS"),
+    "store.write-threads": Knob(
+        None, int, "threads that compress and write chunks on the host; default: this "
+        "process's share of the cores (one in a CPU worker, whose cores compute)",
+        user=True, alias="MGAPSP_WRITE_THREADS"),
+    "store.store-threads": Knob(
+        4, int, "threads that write frames compressed on the GPU (more only hold the "
+        "interpreter lock that kernel launches wait for)", alias="MGAPSP_STORE_THREADS"),
+    "store.chunk-elements": Knob(
+        16 * 2**20, int, "values in one stored chunk: files large enough for parallel "
+        "file systems, small enough to read a row cheaply"),
+    "jobs.in-flight-per-thread": Knob(
+        2, int, "batch tasks a job keeps submitted per worker thread, so that a thread "
+        "that frees finds one waiting"),
+    "jobs.progress-interval": Knob(
+        0.5, float, "most seconds between two progress records in the store (each one "
+        "rewrites zarr.json)"),
+    "fw.exchange": Knob(
+        "nccl", str, "how Floyd-Warshall across GPUs passes pivot rows: nccl (device to "
+        "device) or dask", alias="MGAPSP_FW_EXCHANGE"),
+    "fw.timeout": Knob(
+        3600.0, float, "seconds a Floyd-Warshall rank waits for a peer's rows before it "
+        "gives up", alias="MGAPSP_FW_TIMEOUT"),
+}
+
+
+def _nested(flat: dict[str, Any]) -> dict:
+    out: dict = {}
+    for key, value in flat.items():
+        section, name = key.split(".", 1)
+        out.setdefault(section, {})[name] = value
+    return out
+
+
+dask.config.update_defaults({"mgapsp": _nested({k: v.default for k, v in KNOBS.items()})})
+
+
+def _convert(key: str, value: Any, where: str) -> Any:
+    knob = KNOBS[key]
+    if value is None:
+        if knob.default is None:
+            return None
+        raise MgapspError(f"{where} must be set (default {knob.default!r})")
+    if knob.kind is bool:
+        if isinstance(value, str):
+            text = value.strip().lower()
+            if text in ("1", "true", "yes", "on"):
+                return True
+            if text in ("0", "false", "no", "off"):
+                return False
+            raise MgapspError(f"{where} must be true or false, got {value!r}")
+        return bool(value)
+    try:
+        converted = knob.kind(value)
+    except (TypeError, ValueError):
+        what = {int: "an integer", float: "a number", str: "a string"}[knob.kind]
+        raise MgapspError(f"{where} must be {what}, got {value!r}") from None
+    if knob.kind in (int, float) and converted <= 0:
+        raise MgapspError(f"{where} must be positive, got {value!r}")
+    return converted
+
+
+def get(key: str) -> Any:
+    """The value of knob ``key`` (``"store.write-threads"``, without ``mgapsp.``),
+    checked; a bad value raises :class:`~mgapsp.errors.MgapspError` naming where it
+    was set."""
+    knob = KNOBS[key]
+    if knob.alias and os.environ.get(knob.alias, "").strip():
+        return _convert(key, os.environ[knob.alias], knob.alias)
+    return _convert(key, dask.config.get(f"mgapsp.{key}", default=knob.default),
+                    f"mgapsp.{key}")
+
+
+def settings() -> dict[str, Any]:
+    """Every knob's value here, as ``{"mgapsp.<key>": value}`` (what workers get)."""
+    return {f"mgapsp.{key}": get(key) for key in KNOBS}
+

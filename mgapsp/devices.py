@@ -1,0 +1,39 @@
+"""How many CUDA devices this process sees, without creating a CUDA context."""
+
+from __future__ import annotations
+
+import os
+
+__all__ = ["gpu_count"]
+
+
+def gpu_count() -> int:
+    """CUDA devices visible to this process, without creating a CUDA context.
+
+    Uses NVML (as dask-cuda does) and honours ``CUDA_VISIBLE_DEVICES``; falls back to
+    the CUDA runtime's count through CuPy.
+    """
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if visible is not None:
+        visible = visible.strip()
+        if visible in ("", "-1"):
+            return 0
+    try:
+        import pynvml
+
+        pynvml.nvmlInit()
+        try:
+            count = pynvml.nvmlDeviceGetCount()
+        finally:
+            pynvml.nvmlShutdown()
+        if visible is not None:
+            return min(count, len([v for v in visible.split(",") if v.strip()]))
+        return count
+    except Exception:
+        pass
+    try:
+        import cupy
+
+        return int(cupy.cuda.runtime.getDeviceCount())
+    except Exception:
+        return 0

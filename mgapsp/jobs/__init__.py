@@ -1,0 +1,9 @@
+"""Jobs on Dask: the client's driver, the workers' tasks, clusters and workers.
+
+- :mod:`.driver`: :func:`run_job`, the client side of a job
+- :mod:`.tasks`: the batch task and what a worker keeps between batches
+- :mod:`.fw_slabs`: Floyd-Warshall split in row slabs across workers
+- :mod:`.report`: :class:`JobReport`
+- :mod:`.cluster`: a client of a running cluster or of the embedded one
+- :mod:`.worker`: ``python -m mgapsp.jobs.worker``, the right Dask worker for a node
+"""

@@ -1,0 +1,164 @@
+"""Getting a Dask client: attach to a running cluster or start the embedded default.
+
+The embedded default is a ``LocalCUDACluster`` with one worker per visible GPU when the
+GPU backend runs, otherwise a ``LocalCluster`` of single-threaded worker processes,
+one per core (SciPy's kernels hold the GIL).  Dashboards bind to 127.0.0.1.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import warnings
+
+from distributed.diagnostics.plugin import WorkerPlugin
+
+from .. import config
+from ..errors import MgapspError
+
+__all__ = ["connect", "tls_security", "parse_gpus", "ConfigPlugin"]
+
+
+class ConfigPlugin(WorkerPlugin):
+    """Gives every worker of a cluster (those joining later too) this process's
+    mgapsp settings (:func:`mgapsp.config.settings`); a worker's own ``MGAPSP_*``
+    variables still win there."""
+
+    name = "mgapsp-config"
+
+    def __init__(self, values: dict | None = None):
+        self.values = config.settings() if values is None else dict(values)
+
+    def setup(self, worker=None) -> None:
+        import dask.config
+
+        dask.config.set(self.values)
+
+
+def parse_gpus(text: str) -> str:
+    """Validate a "0,2"-style device list; returns it normalized."""
+    items = [t.strip() for t in str(text).split(",") if t.strip()]
+    if not items or not all(t.isdigit() for t in items) or len(set(items)) != len(items):
+        raise MgapspError(f"--gpus takes distinct device numbers like 0,2; got {text!r}")
+    return ",".join(items)
+
+
+def tls_security(ca_file: str | None, cert: str | None, key: str | None):
+    """``distributed.Security`` for a TLS cluster, or None when no file is given."""
+    if not (ca_file or cert or key):
+        return None
+    missing = [name for name, v in (("--tls-ca-file", ca_file), ("--tls-cert", cert),
+                                     ("--tls-key", key)) if not v]
+    if missing:
+            raise MgapspError(f"TLS needs a CA file, a certificate and a key; missing "
+                          f"{', '.join(missing)}")
+    from distributed import Security
+
+    return Security(tls_ca_file=ca_file, tls_client_cert=cert, tls_client_key=key,
+                    require_encryption=True)
+
+
+@contextlib.contextmanager
+def connect(*, scheduler: str | None = None, scheduler_file: str | None = None,
+            backend: str = "cpu", n_workers: int | None = None, dashboard: bool = True,
+            quiet: bool = True, security=None, gpus: str | None = None,
+            cpu_workers: int = 0):
+    """Yield a ``distributed.Client``; an embedded cluster is closed on exit.
+
+    ``security`` (a ``distributed.Security``) is used to attach to a TLS cluster.
+    ``gpus`` ("0,2") picks the devices of the embedded ``LocalCUDACluster``; by
+    default it uses every visible one (``CUDA_VISIBLE_DEVICES`` respected).  Each
+    GPU worker runs ``mgapsp.cluster.gpu-worker-threads`` threads, so that batches' copies back
+    and Zarr writes overlap other batches' kernels, and advertises the resource
+    ``GPU=1``.  ``cpu_workers`` adds that many single-threaded CPU workers (no GPU
+    visible) beside the GPU ones: each takes batches at its own pace with the CPU
+    backend.
+    """
+    from distributed import Client
+
+    if scheduler and scheduler_file:
+        raise MgapspError("give either a scheduler address or a scheduler file, not both")
+    if scheduler or scheduler_file:
+        with _attach(scheduler, scheduler_file, security) as client:
+            yield client
+        return
+    # dashboard_address=None alone still serves a dashboard on a random port.
+    options = dict(host="127.0.0.1", silence_logs=None,
+                   dashboard_address=config.get("cluster.dashboard-address") if dashboard else None,
+                   scheduler_kwargs=None if dashboard else {"dashboard": False})
+    # Task errors reach the client as exceptions; the workers need not log them too.
+    level = logging.CRITICAL if quiet else logging.WARNING
+    options["silence_logs"] = level
+    with _quiet_logs(level), warnings.catch_warnings():
+        # "Port 8787 is already in use": another port is taken, and the link we
+        # print says which.
+        warnings.filterwarnings("ignore", message="Port .* is already in use")
+        if backend == "gpu":
+            from dask_cuda import LocalCUDACluster
+
+            if gpus is not None:
+                options["CUDA_VISIBLE_DEVICES"] = parse_gpus(gpus)
+            cluster = LocalCUDACluster(n_workers=n_workers,
+                                       threads_per_worker=config.get("cluster.gpu-worker-threads"),
+                                       resources={"GPU": 1}, **options)
+        else:
+            from distributed import LocalCluster
+
+            cluster = LocalCluster(n_workers=n_workers or os.cpu_count() or 1,
+                                   threads_per_worker=1, processes=True, **options)
+    with cluster, Client(cluster) as client:
+        if cpu_workers:
+            _add_cpu_workers(cluster, cpu_workers, options)
+            client.wait_for_workers(len(cluster.worker_spec), timeout=120)
+        yield client
+
+
+def _add_cpu_workers(cluster, count: int, options: dict) -> None:
+    from distributed import Nanny
+
+    for i in range(count):
+        cluster.worker_spec[f"cpu-{i}"] = {"cls": Nanny, "options": {
+            "nthreads": 1, "host": options["host"], "silence_logs": options["silence_logs"],
+            "env": {"CUDA_VISIBLE_DEVICES": ""}}}
+    cluster.sync(cluster._correct_state)
+
+
+def _attach(scheduler, scheduler_file, security):
+    """A client of a running cluster; a failure to attach becomes one clear error."""
+    from distributed import Client
+
+    where = scheduler or f"the scheduler of {scheduler_file}"
+    address = scheduler
+    if scheduler_file:
+        try:
+            with open(scheduler_file) as fh:
+                address = json.load(fh)["address"]
+        except (OSError, ValueError, KeyError) as exc:
+            raise MgapspError(f"cannot read the scheduler address from {scheduler_file}: "
+                              f"{exc}") from None
+        where = f"{address} (from {scheduler_file})"
+    if str(address).startswith("tls://") and security is None:
+        raise MgapspError(f"the scheduler at {where} uses TLS; give --tls-ca-file, "
+                          "--tls-cert and --tls-key")
+    try:
+        return Client(address, security=security, timeout="30s")
+    except Exception as exc:  # distributed raises OSError, TimeoutError, TypeError...
+        reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise MgapspError(f"cannot connect to the Dask scheduler at {where}: "
+                          f"{reason}") from None
+
+
+@contextlib.contextmanager
+def _quiet_logs(level):
+    names = ("distributed", "distributed.scheduler", "distributed.nanny",
+             "distributed.worker", "distributed.core", "distributed.http.proxy")
+    saved = [(logging.getLogger(n), logging.getLogger(n).level) for n in names]
+    for logger, _ in saved:
+        logger.setLevel(level)
+    try:
+        yield
+    finally:
+        for logger, lvl in saved:
+            logger.setLevel(lvl)

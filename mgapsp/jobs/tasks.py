@@ -1,0 +1,213 @@
+"""What runs on the workers: the batch task and what a worker keeps between batches.
+
+A worker keeps the run's store (opened once per run, keyed by the run's token, so that
+a later run into the same path never sees this one's) and the graph (keyed by its
+fingerprint, a hash of the CSR: a rerun on the same graph does not load it again).
+It loads the graph from the store itself rather than receiving it by
+``scatter(broadcast=True)``, so that a replacement worker has it too.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import threading
+import time
+
+import numpy as np
+
+from .. import config
+from ..backends import BatchResult, get_backend
+from ..devices import gpu_count
+from ..errors import MgapspError
+from ..graph import Graph
+from ..store import Store
+
+__all__ = ["run_batch", "compute_potentials", "probe_worker", "cached_rows", "keep_slab",
+           "drop_slabs"]
+
+_LOCK = threading.Lock()
+_RUNS: dict[tuple[str, str, str], "_Run"] = {}
+_GRAPHS: dict[str, Graph] = {}
+_SLOTS: list[threading.BoundedSemaphore] = []
+#: (fingerprint, dtype str) -> (r0, r1, rows r0:r1 of the distance matrix): this
+#: process's slab of a Floyd-Warshall run across workers (mgapsp.jobs.fw_slabs)
+_SLABS: dict[tuple[str, str], tuple[int, int, object]] = {}
+
+
+class _Run:
+    """What a worker keeps of one run: its store, opened with the arrays that batches
+    write, and its targets and potentials where it has them."""
+
+    def __init__(self, store_path: str, fingerprint: str):
+        store = Store.open(store_path, mode="r+")
+        if store.fingerprint != fingerprint:
+            raise MgapspError(f"{store_path}: stored graph does not match the job's "
+                              f"fingerprint {fingerprint}")
+        for name in ("distances", "batch_done") + (
+                ("predecessors",) if store.job["predecessors"] else ()):
+            store.array(name)
+        self.store = store
+        self.targets = store.target_index()
+        self.potentials = store.potentials()
+
+
+def _run(store_path: str, fingerprint: str, run: str) -> _Run:
+    """The run ``run``'s store and inputs, opened once per process (one run at a time)."""
+    key = (os.path.abspath(store_path), fingerprint, run)
+    with _LOCK:
+        if key not in _RUNS:
+            _RUNS.clear()
+            _RUNS[key] = _Run(store_path, fingerprint)
+        return _RUNS[key]
+
+
+def _job_store(store_path: str, fingerprint: str, run: str) -> Store:
+    """The store of run ``run``; refuses another graph's store."""
+    return _run(store_path, fingerprint, run).store
+
+
+def _graph(job: _Run, fingerprint: str) -> Graph:
+    with _LOCK:
+        if fingerprint not in _GRAPHS:
+            graph = job.store.load_graph()
+            if graph.fingerprint != fingerprint:
+                raise MgapspError(f"{job.store.path}: stored graph does not match the "
+                                  f"job's fingerprint {fingerprint}")
+            _GRAPHS.clear()     # free the last graph
+            _GRAPHS[fingerprint] = graph
+        return _GRAPHS[fingerprint]
+
+
+def _gpu_slot() -> threading.BoundedSemaphore:
+    """At most ``mgapsp.gpu.computing-batches`` batches compute at once on this
+    process's GPU; the worker's other threads write finished blocks meanwhile."""
+    with _LOCK:
+        if not _SLOTS:
+            _SLOTS.append(threading.BoundedSemaphore(config.get("gpu.computing-batches")))
+        return _SLOTS[0]
+
+
+def local_backend() -> str:
+    """The backend this process runs: its GPU where it sees one."""
+    return "gpu" if gpu_count() > 0 else "cpu"
+
+
+def run_batch(store_path: str, fingerprint: str, run: str, batch: int, start: int,
+              stop: int, sources: np.ndarray, backend: str, algorithm: str, dtype: str,
+              predecessors: bool, cpu_algorithm: str | None = None,
+              slab: bool = False) -> dict:
+    """Worker task: compute rows ``start:stop`` of the store (the distances from
+    ``sources``, internal indices) and write them; returns the batch's statistics.
+
+    ``run`` names the run (:func:`mgapsp.jobs.driver.run_job`'s token).  With
+    ``backend="hybrid"`` the worker uses its GPU when it has one, else the CPU backend
+    with ``cpu_algorithm``.  With ``slab`` the rows come from this worker's slab of a
+    Floyd-Warshall run across workers (:mod:`mgapsp.jobs.fw_slabs`).
+    """
+    t0 = time.perf_counter()
+    job = _run(store_path, fingerprint, run)
+    computing: list[float] = []
+    result = None
+    if slab:
+        # a worker that lacks the rows (it replaced a lost one) computes them below
+        rows = cached_rows(fingerprint, dtype, np.arange(start, stop))
+        if rows is not None:
+            result = BatchResult(distances=rows, predecessors=None,
+                                 stats={"algorithm": algorithm, "cached": True})
+    if backend == "hybrid":
+        backend = local_backend()
+        if backend == "cpu":
+            algorithm = cpu_algorithm
+    impl = get_backend(backend)
+    load_s = time.perf_counter() - t0
+    if result is None:
+        graph = _graph(job, fingerprint)
+        potentials = job.potentials if graph.has_negative_weights else None
+        load_s = time.perf_counter() - t0
+        # a GPU block stays on the device: the writer cuts (and compresses) it there
+        slot = _gpu_slot() if backend == "gpu" else contextlib.nullcontext()
+        with slot:
+            computing = [time.time()]
+            result = impl.distances(graph, np.asarray(sources, dtype=np.int64),
+                                    algorithm=algorithm, dtype=np.dtype(dtype),
+                                    predecessors=predecessors, potentials=potentials,
+                                    device=True)
+            computing.append(time.time())
+    if job.targets is not None:
+        result.distances = impl.select_columns(result.distances, job.targets)
+    t1 = time.perf_counter()
+    written = job.store.write_block(start, result.distances, result.predecessors,
+                                    staging=impl.staging)
+    if job.store.workers_mark_batches:
+        job.store.mark_batch(batch)     # after its rows: a flag always means written
+    t2 = time.perf_counter()
+    return _plain({"batch": batch, "rows": stop - start, "compute_s": t1 - t0,
+                   "load_s": load_s, "computing": computing, "write_s": t2 - t1,
+                   "stage_s": written["copy_s"], "worker": worker_name(),
+                   "backend": backend, "stored_bytes": written["bytes"],
+                   **(result.stats or {})})
+
+
+def keep_slab(fingerprint: str, dtype, r0: int, r1: int, rows) -> None:
+    """Keep rows ``r0:r1`` of the graph's distance matrix for the batches that write
+    them."""
+    _SLABS[(fingerprint, np.dtype(dtype).str)] = (r0, r1, rows)
+
+
+def cached_rows(fingerprint: str, dtype, rows: np.ndarray):
+    """Rows ``rows`` (ascending and contiguous) of this process's slab of the graph's
+    distance matrix, as a view; None when this process does not hold them all."""
+    entry = _SLABS.get((fingerprint, np.dtype(dtype).str))
+    rows = np.asarray(rows)
+    if entry is None or len(rows) == 0:
+        return None
+    r0, r1, dist = entry
+    a, b = int(rows[0]), int(rows[-1]) + 1
+    if a < r0 or b > r1 or b - a != len(rows) or not (np.diff(rows) == 1).all():
+        return None
+    return dist[a - r0:b - r0]
+
+
+def drop_slabs() -> int:
+    """Free this process's slabs (run on every worker when a job ends)."""
+    k = len(_SLABS)
+    _SLABS.clear()
+    return k
+
+
+def _plain(value):
+    """``value`` with NumPy scalars as Python numbers and tuples as lists (what Dask's
+    messages carry)."""
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if isinstance(value, np.generic):
+        return value.item()
+    return value
+
+
+def compute_potentials(graph: Graph, backend: str) -> np.ndarray:
+    """Worker task: Johnson potentials; raises NegativeCycleError."""
+    if backend == "hybrid":
+        backend = local_backend()
+    return get_backend(backend).potentials(graph)
+
+
+def probe_worker(backend: str) -> dict:
+    """Run on every worker by ``client.run``: what it has to offer."""
+    info = {"gpus": gpu_count()}
+    if backend in ("gpu", "auto", "hybrid") and info["gpus"]:
+        info["gpu_memory"] = get_backend("gpu").memory_available()
+    info["cpu_memory"] = get_backend("cpu").memory_available()
+    return info
+
+
+def worker_name() -> str:
+    try:
+        from distributed import get_worker
+
+        return get_worker().address
+    except ValueError:
+        return "local"

@@ -1,0 +1,131 @@
+"""Graphs from files and in-memory objects: :func:`read_graph` and :func:`as_graph`.
+
+One entry point, :func:`read_graph`, reads the edge lists and matrices that shortest
+path benchmarks are published in:
+
+========  =====================  =======  ===========  ========  ===================
+format    extension              ids      direction    weights   header
+========  =====================  =======  ===========  ========  ===================
+snap      .txt .edges .el        0-based  directed     optional  ``#``/``%`` comments
+csv       .csv                   0-based  directed     optional  optional name row
+tsv       .tsv                   0-based  directed     optional  optional name row
+dimacs    .gr (``p sp``)         1-based  directed     yes       ``p sp n m``
+pace      .gr (``p tw``)         1-based  undirected   no        ``p tw n m``
+mtx       .mtx                   1-based  by symmetry  optional  banner + size line
+tntp      .tntp (``*_net``)      1-based  directed     yes       metadata block
+tsplib    .tsp .atsp             1-based  by TYPE      yes       ``KEY: value`` lines
+========  =====================  =======  ===========  ========  ===================
+
+Any of them may be gzip-compressed (a ``.gz`` suffix, or gzip magic bytes).
+
+Every problem in a file raises :class:`~mgapsp.errors.GraphFormatError` (or its
+subclass :class:`~mgapsp.errors.EmptyGraphError`) as ``path:line: message``, the
+message quoting the offending value.
+"""
+
+from __future__ import annotations
+
+import os
+
+from ..errors import UnsupportedError
+from ..graph import Graph
+from .edgelists import _read_csv, _read_dimacs, _read_pace, _read_snap, _read_tsv
+from .matrices import _read_mtx, _read_tsplib
+from .objects import as_graph
+from .text import FORMATS, _Options, _read_lines, _resolve_format, detect_format
+from .tntp import _read_tntp
+
+__all__ = ["FORMATS", "as_graph", "detect_format", "read_graph"]
+
+
+def read_graph(
+    path: str | os.PathLike,
+    *,
+    format: str = "auto",
+    directed: bool | None = None,
+    unweighted: bool = False,
+    weight_column: str | int | None = None,
+) -> Graph:
+    """Read a graph file into a canonical :class:`~mgapsp.graph.Graph`.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The file; gzip-compressed files are read transparently.
+    format : str, default "auto"
+        One of :data:`FORMATS`, or ``"auto"`` to pick it with :func:`detect_format`.
+    directed : bool, optional
+        None keeps the format's own convention (see the module docstring); True reads
+        every record as one arc; False adds both directions of every record.
+    unweighted : bool, default False
+        Give every edge weight 1 (weight fields are then not read at all).
+    weight_column : str or int, optional
+        For ``csv``/``tsv``: the 0-based column, or its header name, holding the
+        weight (default: column 2 when there are three or more columns).  For
+        ``tntp``: the column name (as in the ``~`` header row, such as
+        ``"free_flow_time"``) or 0-based index (default ``"length"``).
+
+    Returns
+    -------
+    Graph
+        Duplicate edges keep their minimum weight and self-loops are kept.  For
+        0-based formats ``n`` is the largest id + 1 and ``vertex_ids`` are
+        ``0..n-1``; 1-based formats take ``n`` from their header and have
+        ``vertex_ids`` ``1..n``.  ``name`` is the file's base name.
+
+    Raises
+    ------
+    GraphFormatError
+        The file is missing or malformed; the message names the file, the line and
+        the offending value.
+    EmptyGraphError
+        The file holds no edges.
+    UnsupportedError
+        ``weight_column`` was given for a format that has no named columns.
+
+    Notes
+    -----
+    - snap: lines starting with ``#`` or ``%`` are comments; records are
+      whitespace-separated ``source target`` or ``source target weight``, the same
+      count on every line.
+    - csv/tsv: ``#``/``%`` comments; the first other line is a header when neither
+      of its first two fields is a number (nowhere else); the delimiter is ``,``
+      (``\t`` for tsv) unless that line has none, then whitespace; fields after
+      the ones needed are ignored.
+    - dimacs: ``c`` comments, ``p sp n m``, then ``a u v w``; pace: ``c``
+      comments, ``p tw n m``, then ``u v``.  The record count must equal ``m``.
+    - mtx: ``coordinate`` matrices with field ``real``, ``integer`` or ``pattern``
+      and symmetry ``general`` (directed) or ``symmetric`` (undirected); the entry
+      count must equal the size line's.
+    - tntp: ``<KEY> value`` metadata up to ``<END OF METADATA>``, ``~`` comments
+      (the first names the columns), rows cut at ``;``.  The link count must equal
+      ``<NUMBER OF LINKS>``.  Zones are ordinary vertices (``<FIRST THRU NODE>``
+      is not applied).
+    - tsplib: ``TYPE`` TSP (undirected) or ATSP (directed), ``EDGE_WEIGHT_TYPE:
+      EXPLICIT`` with any ``EDGE_WEIGHT_FORMAT`` (full matrix or one of the eight
+      triangles, which stand for a symmetric matrix).  Every off-diagonal entry is
+      an edge; the diagonal is ignored.
+    """
+    path = os.fspath(path)
+    lines = _read_lines(path)
+    fmt = _resolve_format(format, path, lines)
+    if weight_column is not None and fmt not in ("csv", "tsv", "tntp"):
+        raise UnsupportedError(
+            f"weight_column={weight_column!r} applies to csv, tsv and tntp files only, "
+            f"not to {fmt} ({os.path.basename(path)})"
+        )
+    opts = _Options(path=path, directed=directed, unweighted=bool(unweighted),
+                    weight_column=weight_column)
+    return _READERS[fmt](lines, opts)
+
+
+_READERS = {
+    "snap": _read_snap,
+    "csv": _read_csv,
+    "tsv": _read_tsv,
+    "dimacs": _read_dimacs,
+    "pace": _read_pace,
+    "mtx": _read_mtx,
+    "tntp": _read_tntp,
+    "tsplib": _read_tsplib,
+}

@@ -1,0 +1,143 @@
+"""Edge-list formats: SNAP, CSV, TSV, DIMACS 9 (``p sp``) and PACE (``p tw``)."""
+
+from __future__ import annotations
+
+
+
+from ..errors import EmptyGraphError, GraphFormatError
+from ..graph import MAX_VERTICES, Graph
+from .text import (_Options, _Records, _clip, _header_int, _records_to_graph, _select)
+
+
+def _read_snap(lines: list[str], opts: _Options) -> Graph:
+    rows, linenos = _select(lines, 0, len(lines), ("#", "%"))
+    ncols = 2
+    if rows:
+        ncols = len(rows[0].split())
+        if ncols not in (2, 3):
+            raise GraphFormatError(
+                f"expected 2 fields (source target) or 3 (source target weight), got "
+                f"{ncols} in {_clip(rows[0])!r}", opts.path, linenos[0])
+    weight = 2 if ncols == 3 and not opts.unweighted else None
+    rec = _Records(ncols=ncols, src=0, dst=1, weight=weight,
+                   names=("source", "target", "weight"))
+    return _records_to_graph(rows, linenos, rec, opts, default_directed=True, base=0)
+
+
+def _is_number(tok: str) -> bool:
+    try:
+        float(tok)
+    except ValueError:
+        return False
+    return True
+
+
+def _read_delimited(lines: list[str], opts: _Options, native: str) -> Graph:
+    path = opts.path
+    comments = ("#", "%")
+    first = next((i for i, line in enumerate(lines)
+                  if line.strip() and not line.strip().startswith(comments)), None)
+    if first is None:
+        raise EmptyGraphError("no edges in the file", path)
+    text = lines[first].strip()
+    delimiter = native if native in text else None  # else: whitespace separated
+    fields = text.split(delimiter)
+    header: list[str] | None = None
+    start = first
+    if not any(_is_number(f.strip()) for f in fields[:2]):
+        header = [f.strip().strip('"').strip("'") for f in fields]
+        start = first + 1
+    rows, linenos = _select(lines, start, len(lines), comments)
+    width = len(header) if header is not None else len(fields)
+
+    wc = opts.weight_column
+    if isinstance(wc, str) and wc.strip().isdigit() and (header is None or wc not in header):
+        wc = int(wc)
+    if wc is None:
+        weight = 2 if width >= 3 else None
+    elif isinstance(wc, bool) or not isinstance(wc, (int, str)):
+        raise GraphFormatError(
+            f"weight_column must be a column name or index, got {wc!r}", path)
+    elif isinstance(wc, int):
+        if wc < 0:
+            raise GraphFormatError(f"weight_column {wc} is negative", path)
+        if wc in (0, 1):
+            raise GraphFormatError(
+                f"weight_column {wc} is the {'source' if wc == 0 else 'target'} column",
+                path)
+        weight = wc
+    else:
+        if header is None:
+            raise GraphFormatError(
+                f"weight_column {wc!r} is a column name but the file has no header "
+                "line; pass a 0-based index", path)
+        lowered = [h.lower() for h in header]
+        if wc in header:
+            weight = header.index(wc)
+        elif wc.lower() in lowered:
+            weight = lowered.index(wc.lower())
+        else:
+            raise GraphFormatError(
+                f"no column named {wc!r}; the header names {', '.join(header)}",
+                path, first + 1)
+        if weight in (0, 1):
+            raise GraphFormatError(
+                f"weight_column {wc!r} is the {'source' if weight == 0 else 'target'} "
+                "column", path, first + 1)
+    if opts.unweighted:
+        weight = None
+    ncols = 2 if weight is None else weight + 1
+    names = ["source", "target"] + [f"column{i}" for i in range(2, ncols)]
+    if weight is not None:
+        names[weight] = "weight"
+    rec = _Records(ncols=ncols, src=0, dst=1, weight=weight, names=tuple(names),
+                   extra_ok=True, delimiter=delimiter)
+    return _records_to_graph(rows, linenos, rec, opts, default_directed=True, base=0)
+
+
+def _read_csv(lines: list[str], opts: _Options) -> Graph:
+    return _read_delimited(lines, opts, ",")
+
+
+def _read_tsv(lines: list[str], opts: _Options) -> Graph:
+    return _read_delimited(lines, opts, "\t")
+
+
+def _p_line(lines: list[str], path: str, kind: str, counts: str) -> tuple[int, int, int]:
+    """Find ``p <kind> n m``; return n, m and the line number of the header."""
+    usage = f"'p {kind} <vertices> <{counts}>'"
+    for i, raw in enumerate(lines):
+        s = raw.strip()
+        if not s or s[0] == "c":
+            continue
+        fields = s.split()
+        if fields[0] != "p":
+            raise GraphFormatError(
+                f"expected the {usage} header before any record, got {_clip(s)!r}",
+                path, i + 1)
+        if len(fields) != 4 or fields[1] != kind:
+            raise GraphFormatError(f"expected {usage}, got {_clip(s)!r}", path, i + 1)
+        n = _header_int(fields[2], "vertex count", path, i + 1, limit=MAX_VERTICES)
+        m = _header_int(fields[3], f"{counts[:-1]} count", path, i + 1)
+        return n, m, i + 1
+    raise GraphFormatError(f"missing the {usage} header line", path)
+
+
+def _read_dimacs(lines: list[str], opts: _Options) -> Graph:
+    n, m, hline = _p_line(lines, opts.path, "sp", "arcs")
+    rows, linenos = _select(lines, hline, len(lines), ("c",))
+    weight = None if opts.unweighted else 3
+    rec = _Records(ncols=4, src=1, dst=2, weight=weight, tag="a",
+                   names=("a", "source", "target", "weight"))
+    return _records_to_graph(rows, linenos, rec, opts, default_directed=True, base=1,
+                             n=n, n_line=hline, expected=m, what="arcs",
+                             count_line=hline)
+
+
+def _read_pace(lines: list[str], opts: _Options) -> Graph:
+    n, m, hline = _p_line(lines, opts.path, "tw", "edges")
+    rows, linenos = _select(lines, hline, len(lines), ("c",))
+    rec = _Records(ncols=2, src=0, dst=1, weight=None, names=("source", "target"))
+    return _records_to_graph(rows, linenos, rec, opts, default_directed=False, base=1,
+                             n=n, n_line=hline, expected=m, what="edges",
+                             count_line=hline)

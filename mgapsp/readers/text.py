@@ -1,0 +1,427 @@
+"""Lines of a graph file, format names, and edge records turned into a Graph.
+
+Edge records are parsed twice over only when something is wrong: a fast pass with
+:func:`numpy.loadtxt` converts the records, and when it refuses them a plain Python
+pass (the reference) walks the same records again to find and name the bad line.
+"""
+
+from __future__ import annotations
+
+import gzip
+import io
+import os
+import warnings
+import zlib
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..errors import EmptyGraphError, GraphFormatError
+from ..graph import MAX_VERTICES, Graph
+
+
+#: The format names :func:`read_graph` accepts (besides ``"auto"``).
+FORMATS = ("snap", "csv", "tsv", "dimacs", "pace", "mtx", "tntp", "tsplib")
+
+_EXTENSIONS = {
+    ".txt": "snap",
+    ".edges": "snap",
+    ".el": "snap",
+    ".csv": "csv",
+    ".tsv": "tsv",
+    ".mtx": "mtx",
+    ".tntp": "tntp",
+    ".tsp": "tsplib",
+    ".atsp": "tsplib",
+}
+
+# Ids beyond this cannot index a Graph anyway; bounding them keeps int64 safe.
+_ID_LIMIT = 2**62
+
+
+
+
+def detect_format(path: str | os.PathLike) -> str:
+    """Name the format of a graph file from its extension.
+
+    The extension is taken after stripping ``.gz``.  A ``.gr`` file is DIMACS 9
+    (``p sp`` header) or PACE (``p tw`` header): the file is opened to read its
+    ``p`` line.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The graph file.
+
+    Returns
+    -------
+    str
+        One of :data:`FORMATS`.
+
+    Raises
+    ------
+    GraphFormatError
+        The extension is unknown, or a ``.gr`` file has no ``p sp``/``p tw`` line
+        (or cannot be read).
+    """
+    path = os.fspath(path)
+    ext = _extension(path)
+    if ext == ".gr":
+        return _sniff_gr(_iter_lines(path), path)
+    try:
+        return _EXTENSIONS[ext]
+    except KeyError:
+        shown = repr(ext) if ext else "(none)"
+        raise GraphFormatError(
+            f"cannot tell the format from the extension {shown}; pass format= one of "
+            f"{', '.join(FORMATS)} (known extensions: "
+            f"{', '.join(sorted(set(_EXTENSIONS) | {'.gr'}))}, each optionally + .gz)",
+            path,
+        ) from None
+
+
+# =============================================================================
+# files and format names
+# =============================================================================
+@dataclass(frozen=True)
+class _Options:
+    path: str
+    directed: bool | None
+    unweighted: bool
+    weight_column: str | int | None
+
+    def directed_or(self, default: bool) -> bool:
+        return default if self.directed is None else bool(self.directed)
+
+    @property
+    def name(self) -> str:
+        return os.path.basename(self.path)
+
+
+def _extension(path: str) -> str:
+    name = os.path.basename(path).lower()
+    if name.endswith(".gz"):
+        name = name[:-3]
+    return os.path.splitext(name)[1]
+
+
+def _is_gzip(path: str, head: bytes) -> bool:
+    return path.lower().endswith(".gz") or head[:2] == b"\x1f\x8b"
+
+
+def _open_error(path: str, exc: OSError) -> GraphFormatError:
+    if isinstance(exc, FileNotFoundError):
+        return GraphFormatError("no such file", path)
+    if isinstance(exc, IsADirectoryError):
+        return GraphFormatError("is a directory, not a graph file", path)
+    return GraphFormatError(f"cannot read the file: {exc.strerror or exc}", path)
+
+
+def _decode(data: bytes) -> str:
+    text = data.decode("utf-8", errors="replace")
+    if text.startswith("\ufeff"):
+        text = text[1:]
+    if "\r" in text:
+        text = text.replace("\r\n", "\n").replace("\r", "\n")
+    return text
+
+
+def _read_lines(path: str) -> list[str]:
+    """The whole file (gunzipped when needed) as a list of lines without newlines."""
+    try:
+        with open(path, "rb") as fh:
+            data = fh.read()
+    except OSError as exc:
+        raise _open_error(path, exc) from None
+    if _is_gzip(path, data):
+        try:
+            data = gzip.decompress(data)
+        except (OSError, EOFError, zlib.error) as exc:
+            raise GraphFormatError(f"not readable as gzip: {exc}", path) from None
+    lines = _decode(data).split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    return lines
+
+
+def _iter_lines(path: str):
+    """Lines of the file, read lazily (for sniffing a header)."""
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(2)
+            fh.seek(0)
+            raw = gzip.GzipFile(fileobj=fh) if _is_gzip(path, head) else fh
+            try:
+                for line in raw:
+                    yield _decode(line).rstrip("\n")
+            except (OSError, EOFError, zlib.error) as exc:
+                raise GraphFormatError(f"not readable as gzip: {exc}", path) from None
+    except OSError as exc:
+        raise _open_error(path, exc) from None
+
+
+def _sniff_gr(lines, path: str) -> str:
+    """'dimacs' or 'pace', from the ``p`` line of a ``.gr`` file."""
+    for lineno, raw in enumerate(lines, 1):
+        s = raw.strip()
+        if not s or s[0] == "c":
+            continue
+        fields = s.split()
+        if fields[0] == "p" and len(fields) >= 2:
+            kind = fields[1].lower()
+            if kind == "sp":
+                return "dimacs"
+            if kind == "tw":
+                return "pace"
+            raise GraphFormatError(
+                f"cannot tell DIMACS from PACE: the 'p' line says {fields[1]!r}, "
+                "expected 'sp' (DIMACS) or 'tw' (PACE); pass format=",
+                path, lineno,
+            )
+        raise GraphFormatError(
+            f"cannot tell DIMACS from PACE: no 'p sp' or 'p tw' line before the first "
+            f"record {_clip(s)!r}; pass format='dimacs' or format='pace'",
+            path, lineno,
+        )
+    raise GraphFormatError(
+        "cannot tell DIMACS from PACE: the file has no 'p sp' or 'p tw' line; pass "
+        "format='dimacs' or format='pace'",
+        path,
+    )
+
+
+def _resolve_format(format: str, path: str, lines: list[str]) -> str:
+    if not isinstance(format, str):
+        raise GraphFormatError(
+            f"format must be a string, got {type(format).__name__}", path)
+    fmt = format.lower()
+    if fmt == "auto":
+        if _extension(path) == ".gr":
+            return _sniff_gr(lines, path)
+        return detect_format(path)
+    if fmt not in FORMATS:
+        raise GraphFormatError(
+            f"unknown format {format!r}; valid formats: auto, {', '.join(FORMATS)}", path)
+    return fmt
+
+
+# =============================================================================
+# edge records: a fast pass, a reference pass, and the value checks
+# =============================================================================
+@dataclass(frozen=True)
+class _Records:
+    """How the edge records of a file are laid out.
+
+    Columns count fields from 0 and include ``tag`` when there is one.
+    """
+
+    ncols: int                    # fields a record has (at least, with extra_ok)
+    src: int
+    dst: int
+    weight: int | None            # None: not read (unweighted)
+    names: tuple[str, ...]        # field names, for messages
+    extra_ok: bool = False        # further fields allowed and ignored
+    delimiter: str | None = None  # None: runs of whitespace
+    tag: str | None = None        # required first field (DIMACS "a")
+
+    def fields(self, row: str) -> list[str]:
+        if self.delimiter is None:
+            return row.split()
+        return [f.strip() for f in row.split(self.delimiter)]
+
+    def expected(self) -> str:
+        names = " ".join(self.names[: self.ncols])
+        at_least = "at least " if self.extra_ok else ""
+        return f"{at_least}{self.ncols} fields ({names})"
+
+
+def _select(lines: list[str], start: int, stop: int, comments: tuple[str, ...],
+            cut: str | None = None) -> tuple[list[str], list[int]]:
+    """Non-blank, non-comment lines (stripped; cut at ``cut``) and their numbers."""
+    rows: list[str] = []
+    linenos: list[int] = []
+    for i in range(start, stop):
+        s = lines[i]
+        if cut is not None:
+            s = s.partition(cut)[0]
+        s = s.strip()
+        if s and not s.startswith(comments):
+            rows.append(s)
+            linenos.append(i + 1)
+    return rows, linenos
+
+
+def _convert_fast(rows: list[str], rec: _Records):
+    """Convert records with :func:`numpy.loadtxt`; None when it refuses them.
+
+    Accepts a subset of what :func:`_convert_slow` accepts, and gives the same
+    arrays where both accept.
+    """
+    if not rows:
+        return None
+    shift = 0
+    if rec.tag is not None:
+        lead = rec.tag + " "
+        if not all(r.startswith(lead) for r in rows):
+            return None
+        rows = [r[len(lead):] for r in rows]
+        shift = 1
+    wanted = [rec.src, rec.dst] + ([rec.weight] if rec.weight is not None else [])
+    if rec.extra_ok:
+        cols = wanted
+        usecols = tuple(c - shift for c in cols)
+    else:
+        cols = list(range(shift, rec.ncols))
+        usecols = None
+    dtype = np.dtype([(f"f{c}", "i8" if c in (rec.src, rec.dst) else "f8") for c in cols])
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            table = np.loadtxt(io.StringIO("\n".join(rows)), dtype=dtype,
+                               delimiter=rec.delimiter, comments=None,
+                               usecols=usecols, ndmin=1, encoding=None)
+    except (ValueError, TypeError, IndexError):
+        return None
+    if len(table) != len(rows):
+        return None
+    src = np.ascontiguousarray(table[f"f{rec.src}"])
+    dst = np.ascontiguousarray(table[f"f{rec.dst}"])
+    w = None if rec.weight is None else np.ascontiguousarray(table[f"f{rec.weight}"])
+    return src, dst, w
+
+
+def _parse_id(tok: str) -> int:
+    if "_" in tok:
+        raise ValueError(tok)
+    value = int(tok)
+    if not -_ID_LIMIT < value < _ID_LIMIT:
+        raise ValueError(tok)
+    return value
+
+
+def _parse_float(tok: str) -> float:
+    if "_" in tok:
+        raise ValueError(tok)
+    return float(tok)
+
+
+def _convert_slow(rows: list[str], linenos: list[int], rec: _Records, path: str):
+    """Convert records one line at a time; the reference for :func:`_convert_fast`.
+
+    Raises GraphFormatError at the first line with the wrong fields or with text
+    where a number belongs.
+    """
+    n = len(rows)
+    src = np.empty(n, dtype=np.int64)
+    dst = np.empty(n, dtype=np.int64)
+    w = None if rec.weight is None else np.empty(n, dtype=np.float64)
+    for k, (row, lineno) in enumerate(zip(rows, linenos)):
+        fields = rec.fields(row)
+        if rec.tag is not None and fields[0] != rec.tag:
+            raise GraphFormatError(
+                f"expected a record starting with {rec.tag!r}, got {_clip(row)!r}",
+                path, lineno)
+        if len(fields) < rec.ncols or (len(fields) > rec.ncols and not rec.extra_ok):
+            raise GraphFormatError(
+                f"expected {rec.expected()}, got {len(fields)} in {_clip(row)!r}",
+                path, lineno)
+        for col, out, what in ((rec.src, src, "source"), (rec.dst, dst, "target")):
+            try:
+                out[k] = _parse_id(fields[col])
+            except ValueError:
+                raise GraphFormatError(
+                    f"{what} id {fields[col]!r} is not an integer", path, lineno) from None
+        if w is not None:
+            try:
+                w[k] = _parse_float(fields[rec.weight])
+            except ValueError:
+                raise GraphFormatError(
+                    f"weight {fields[rec.weight]!r} is not a number", path, lineno) from None
+    return src, dst, w
+
+
+def _first(mask: np.ndarray) -> int | None:
+    hits = np.flatnonzero(mask)
+    return int(hits[0]) if len(hits) else None
+
+
+def _check_values(src, dst, w, rows, linenos, rec: _Records, path: str, *,
+                  base: int, n: int | None, n_line: int | None) -> None:
+    """Raise on the first record with a bad id or a weight that is not finite."""
+    for_col = []
+    for arr, what in ((src, "source"), (dst, "target")):
+        bad = arr < base
+        if n is not None:
+            bad |= arr > n - 1 + base
+        else:
+            bad |= arr >= MAX_VERTICES + base
+        k = _first(bad)
+        if k is not None:
+            for_col.append((k, what, int(arr[k])))
+    if for_col:
+        k, what, value = min(for_col)
+        if n is not None:
+            msg = (f"{what} id {value} is out of range {base}..{n - 1 + base} "
+                   f"({n} vertices declared on line {n_line})")
+            if base == 1 and value == 0:
+                msg = f"{what} id 0 is out of range: ids in this format start at 1"
+        elif value < 0:
+            msg = f"{what} id {value} is negative"
+        elif value >= MAX_VERTICES + base:
+            msg = (f"{what} id {value} is too large: a graph holds at most "
+                   f"{MAX_VERTICES} vertices")
+        else:
+            msg = f"{what} id {value} is out of range: ids start at {base}"
+        raise GraphFormatError(msg, path, linenos[k])
+    if w is not None:
+        k = _first(~np.isfinite(w))
+        if k is not None:
+            tok = rec.fields(rows[k])[rec.weight]
+            raise GraphFormatError(f"weight {tok!r} is not a finite number", path,
+                                   linenos[k])
+
+
+def _records_to_graph(rows: list[str], linenos: list[int], rec: _Records,
+                      opts: _Options, *, default_directed: bool, base: int,
+                      n: int | None = None, n_line: int | None = None,
+                      expected: int | None = None, what: str = "edges",
+                      count_line: int | None = None) -> Graph:
+    """Convert and check records, compare their count with the header, build."""
+    path = opts.path
+    converted = _convert_fast(rows, rec)
+    if converted is None:
+        converted = _convert_slow(rows, linenos, rec, path)
+    src, dst, w = converted
+    _check_values(src, dst, w, rows, linenos, rec, path, base=base, n=n, n_line=n_line)
+    if expected is not None and len(src) != expected:
+        raise GraphFormatError(
+            f"the header declares {expected} {what} but the file holds {len(src)}",
+            path, count_line)
+    if len(src) == 0:
+        raise EmptyGraphError(f"no {what} in the file", path)
+    return Graph.from_edges(src, dst, w, n=n, directed=opts.directed_or(default_directed),
+                            id_base=base, name=opts.name, source=path)
+
+
+def _clip(text: str, limit: int = 80) -> str:
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _header_int(tok: str, what: str, path: str, lineno: int | None,
+                limit: int | None = None) -> int:
+    """A count from a header: a non-negative integer, at most ``limit``."""
+    try:
+        value = _parse_id(tok)
+    except ValueError:
+        raise GraphFormatError(f"{what} {tok!r} is not an integer", path, lineno) from None
+    if value < 0:
+        raise GraphFormatError(f"{what} {value} is negative", path, lineno)
+    if limit is not None and value > limit:
+        raise GraphFormatError(f"{what} {value} exceeds the limit of {limit}", path,
+                               lineno)
+    return value
+
+
+# =============================================================================
+# the formats
+# =============================================================================

@@ -1,0 +1,313 @@
+"""Chunk and shard files as Zarr v3 reads them, written whole or not at all.
+
+:class:`_Layout` reads an array's codecs once and says how its chunk bytes are made
+and where they go; a chunk file is written beside its place and renamed there
+(:func:`_write_file`); a shard (Zarr's ``sharding_indexed``, index and CRC-32C at its
+end) is a row of chunks written in pieces by several threads, then its index, then
+renamed into place (:class:`_ShardFile`).  This relies on ``zarr.core`` (buffers,
+metadata encoding), so ``pyproject.toml`` pins Zarr to the tested minor version.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from concurrent.futures import Future
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+import zarr
+
+_SHUFFLE = {"noshuffle": 0, "shuffle": 1, "bitshuffle": 2}
+
+
+class _Layout:
+    """How chunk bytes of one array are made and where they go."""
+
+    def __init__(self, arr: zarr.Array):
+        from zarr.codecs import BloscCodec, BytesCodec, Crc32cCodec, ShardingCodec
+
+        meta = arr.metadata
+        self.ok = getattr(meta, "zarr_format", 2) == 3
+        self.codec = None
+        self.gpu_clevel = None      # the level, where a device can make the frames
+        self.shard = None           # chunks per shard, where a shard is a row of chunks
+        if self.ok:
+            codecs = list(meta.codecs)
+            if len(codecs) == 1 and isinstance(codecs[0], ShardingCodec):
+                sharding = codecs[0]
+                index = list(sharding.index_codecs)
+                outer, inner = meta.chunk_grid.chunk_shape, sharding.chunk_shape
+                self.ok = (str(getattr(sharding.index_location, "value",
+                                       sharding.index_location)) == "end"
+                           and len(index) == 2 and _little(index[0], BytesCodec)
+                           and isinstance(index[1], Crc32cCodec)
+                           and tuple(outer[:-1]) == tuple(inner[:-1]))
+                if self.ok:
+                    self.shard = outer[-1] // inner[-1]
+                codecs = list(sharding.codecs)
+            first = codecs.pop(0) if codecs else None
+            self.ok = (self.ok and _little(first, BytesCodec)
+                       and np.dtype(arr.dtype).byteorder in ("<", "=", "|")
+                       and len(codecs) <= 1
+                       and all(isinstance(c, BloscCodec) for c in codecs))
+            if self.ok and codecs:
+                from numcodecs import Blosc
+
+                c = codecs[0]
+                shuffle = str(getattr(c.shuffle, "value", c.shuffle))
+                cname = str(getattr(c.cname, "value", c.cname))
+                self.codec = Blosc(cname=cname, clevel=int(c.clevel),
+                                   shuffle=_SHUFFLE[shuffle], blocksize=int(c.blocksize),
+                                   typesize=c.typesize)
+                item = np.dtype(arr.dtype).itemsize
+                if (cname == "lz4" and shuffle == "bitshuffle" and int(c.blocksize) == 0
+                        and c.typesize in (None, item)):
+                    self.gpu_clevel = int(c.clevel)
+        from zarr.storage import LocalStore
+
+        self.arr = arr
+        store = arr.store_path.store
+        self.root = Path(store.root) if isinstance(store, LocalStore) else None
+        self.chunks = arr.chunks        # a shard's inner chunks, where sharded
+        self.fill = arr.fill_value
+        self.dtype = np.dtype(arr.dtype)
+
+    def encode(self, tile: np.ndarray):
+        """A whole chunk's stored bytes."""
+        return self.codec.encode(tile) if self.codec is not None else tile.tobytes()
+
+    def put(self, row_chunk: int, col_chunk: int, tile: np.ndarray) -> int:
+        return self.put_bytes(row_chunk, col_chunk, self.encode(tile))
+
+    def put_bytes(self, row_chunk: int, col_chunk: int, data) -> int:
+        """Store a chunk's encoded bytes (``bytes`` or a uint8 array) under its key."""
+        return self.put_key((row_chunk, col_chunk), data)
+
+    def key(self, coords: tuple) -> str:
+        """The store key of the chunk (or shard) at ``coords``."""
+        key = self.arr.metadata.encode_chunk_key(coords)
+        path = self.arr.store_path.path
+        return f"{path}/{key}" if path else key
+
+    def put_key(self, coords: tuple, data) -> int:
+        """Store the encoded bytes of the chunk at ``coords`` under its key."""
+        key = self.key(coords)
+        if self.root is not None:
+            return _write_file(self.root / key, data)
+        self.store_set(key, data)
+        return len(data)
+
+    def store_set(self, key: str, data) -> None:
+        """``data`` under ``key``, through the store (not a local one)."""
+        from zarr.core.buffer import default_buffer_prototype
+        from zarr.core.sync import sync
+
+        store = self.arr.store_path.store
+        sync(store.set(key, default_buffer_prototype().buffer.from_bytes(bytes(data))))
+
+
+def _little(codec, kind) -> bool:
+    """``codec`` is a ``kind`` (Zarr's bytes codec) of little-endian (or no) order."""
+    return (isinstance(codec, kind)
+            and str(getattr(codec.endian, "value", codec.endian)) in ("little", "None"))
+
+
+def _write_file(path: Path, data) -> int:
+    """``data`` into the file ``path`` as a whole: written beside it, then renamed."""
+    tmp, fd = _open_partial(path)
+    try:
+        n = _pwrite(fd, data, 0)
+    except BaseException:
+        _discard(tmp, fd)
+        raise
+    _commit(tmp, fd, path)
+    return n
+
+
+def _open_partial(path: Path) -> tuple[Path, int]:
+    """A new file beside ``path``, to be renamed there once whole, open for writing
+    (the directory made if need be): its path and descriptor."""
+    tmp = path.with_name(f"{path.name}.{uuid.uuid4().hex}.partial")
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
+    try:
+        return tmp, os.open(tmp, flags, 0o666)
+    except FileNotFoundError:       # the chunk's directory is new
+        path.parent.mkdir(parents=True, exist_ok=True)
+        return tmp, os.open(tmp, flags, 0o666)
+
+
+def _commit(tmp: Path, fd: int, path: Path) -> None:
+    """Close the partial file ``tmp`` (open as ``fd``) and rename it to ``path``; it is
+    removed if that fails."""
+    try:
+        os.close(fd)
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+def _discard(tmp: Path, fd: int) -> None:
+    """Close and remove the partial file ``tmp`` (open as ``fd``)."""
+    os.close(fd)
+    tmp.unlink(missing_ok=True)
+
+
+def _pwrite(fd: int, data, offset: int) -> int:
+    """All of ``data`` into the file ``fd`` at ``offset``; returns its bytes."""
+    view = memoryview(data).cast("B")
+    n = len(view)
+    while view:
+        done = os.pwrite(fd, view, offset)
+        view, offset = view[done:], offset + done
+    return n
+
+
+#: a shard's index gives this offset and size for a chunk it does not hold
+_NO_CHUNK = 2**64 - 1
+#: a span of frames made on the GPU goes to the file in pieces of at least this many
+#: bytes, one per storing thread at most
+PIECE_BYTES = 2 * 2**20
+
+
+class _ShardFile:
+    """One shard being written (Zarr v3 ``sharding_indexed``, its index at the end):
+    its chunks' bytes back to back in their order, then the index, an ``(offset,
+    size)`` pair of uint64 little-endian per chunk, and the index's CRC-32C.  Into a
+    local store the bytes go by positional writes into a file beside the shard's
+    place, which :meth:`close` renames there; into other stores they are gathered
+    and set whole."""
+
+    def __init__(self, lay: _Layout, coords: tuple, n_chunks: int):
+        self.lay = lay
+        self.key = lay.key(coords)
+        self.index = np.full((n_chunks, 2), _NO_CHUNK, dtype="<u8")
+        self.end = 0
+        self.fd = None
+        self.parts: list[tuple[int, bytes]] = []
+        if lay.root is not None:
+            self.path = lay.root / self.key
+            self.tmp, self.fd = _open_partial(self.path)
+
+    def place(self, k: int, sizes) -> int:
+        """Room for chunks ``k, k + 1, ..`` of ``sizes`` bytes after those placed
+        before; returns the offset of the first."""
+        sizes = np.asarray(sizes, dtype=np.uint64)
+        start = self.end
+        ends = start + np.cumsum(sizes, dtype=np.uint64)
+        self.index[k:k + len(sizes), 0] = ends - sizes
+        self.index[k:k + len(sizes), 1] = sizes
+        self.end = int(ends[-1]) if len(sizes) else start
+        return start
+
+    def write(self, offset: int, data) -> int:
+        """Put ``data`` at ``offset``; threads may write disjoint ranges at once."""
+        if self.fd is not None:
+            return _pwrite(self.fd, data, offset)
+        part = bytes(memoryview(data).cast("B"))
+        self.parts.append((offset, part))
+        return len(part)
+
+    def close(self) -> int:
+        """Write the index and put the shard in its place; returns its bytes."""
+        import google_crc32c
+
+        index = self.index.tobytes()
+        tail = index + int(google_crc32c.value(index)).to_bytes(4, "little")
+        if self.fd is None:
+            whole = bytearray(self.end + len(tail))
+            for offset, data in self.parts:
+                whole[offset:offset + len(data)] = data
+            whole[self.end:] = tail
+            self.lay.store_set(self.key, whole)
+            return len(whole)
+        _pwrite(self.fd, tail, self.end)
+        fd, self.fd = self.fd, None
+        _commit(self.tmp, fd, self.path)
+        return self.end + len(tail)
+
+    def abort(self) -> None:
+        """Drop the shard's file (nothing was put in its place)."""
+        if self.fd is not None:
+            fd, self.fd = self.fd, None
+            _discard(self.tmp, fd)
+
+
+class _ChunkFiles:
+    """A batch's row of chunks stored as a file per chunk, each by a pool thread."""
+
+    def __init__(self, lay: _Layout, row: int):
+        self.lay, self.row = lay, row
+
+    def frames(self, pool, first: int, frames, starts) -> list[Future]:
+        lay, i = self.lay, self.row
+        return [pool.submit(lay.put_bytes, i, first + k, frames[starts[k]:starts[k + 1]])
+                for k in range(len(starts) - 1)]
+
+    def tile(self, pool, j: int, make: Callable[[], np.ndarray]) -> Future:
+        return pool.submit(lambda: self.lay.put(self.row, j, make()))
+
+    def finish(self, futures: list[Future]) -> int:
+        return sum(f.result() for f in futures)
+
+    def abort(self) -> None:
+        pass
+
+
+class _ShardRow:
+    """A batch's row of chunks stored as shards (:class:`_ShardFile`) of ``lay.shard``
+    chunks each.  Frames made on the GPU go from the pinned buffer to the file, a
+    piece per pool thread; chunks the pool compresses are written in their order by
+    the caller, as they come."""
+
+    def __init__(self, lay: _Layout, row: int):
+        self.lay, self.row = lay, row
+        self.shards: dict[int, _ShardFile] = {}
+        self.encoded: list[tuple[int, Future]] = []
+
+    def _shard(self, s: int) -> _ShardFile:
+        sh = self.shards.get(s)
+        if sh is None:
+            sh = self.shards[s] = _ShardFile(self.lay, (self.row, s), self.lay.shard)
+        return sh
+
+    def frames(self, pool, first: int, frames, starts) -> list[Future]:
+        per = self.lay.shard
+        futures = []
+        j, stop = first, first + len(starts) - 1
+        while j < stop:
+            s = j // per
+            last = min(stop, (s + 1) * per)
+            a, b = int(starts[j - first]), int(starts[last - first])
+            sh = self._shard(s)
+            at = sh.place(j - s * per, np.diff(starts[j - first:last - first + 1]))
+            span = frames[a:b]
+            pieces = max(1, min(pool.threads, len(span) // PIECE_BYTES))
+            cuts = [len(span) * p // pieces for p in range(pieces + 1)]
+            futures.extend(pool.submit(sh.write, at + c0, span[c0:c1])
+                           for c0, c1 in zip(cuts, cuts[1:]))
+            j = last
+        return futures
+
+    def tile(self, pool, j: int, make: Callable[[], np.ndarray]) -> Future:
+        f = pool.submit(lambda: self.lay.encode(make()))
+        self.encoded.append((j, f))
+        return f
+
+    def finish(self, futures: list[Future]) -> int:
+        """Write the chunks compressed on the host, then close every shard; the
+        stored bytes.  A shard with room past the array's last chunk leaves it empty."""
+        per = self.lay.shard
+        for f in futures:
+            f.result()
+        for j, f in self.encoded:
+            data = f.result()
+            sh = self._shard(j // per)
+            sh.write(sh.place(j % per, [len(data)]), data)
+        return sum(sh.close() for _, sh in sorted(self.shards.items()))
+
+    def abort(self) -> None:
+        for sh in self.shards.values():
+            sh.abort()

@@ -1,0 +1,318 @@
+"""The output store: a Zarr v3 group that a job fills batch by batch.
+
+Layout (see the README)::
+
+    STORE/
+      distances      (sources, n)  float32|float64, NaN = not computed, inf = unreachable
+      predecessors   (sources, n)  int32, -1 = none            [with --predecessors]
+      target_ids     (targets,)    int64, input id of every column
+      source_ids     (sources,)    int64, input id of every row
+      vertex_ids     (n,)          int64, input id of every vertex of the graph
+      batch_done     (batches,)    uint8, 1 once a batch is written (a chunk per batch)
+      graph/indptr, graph/indices, graph/weights   the canonical CSR (workers load it)
+      graph/potentials                             Johnson potentials, when used
+
+Workers write whole, disjoint rows of chunks of ``distances``/``predecessors`` (a
+shard file each, unless the store was made without shards), then their
+batch's own chunk of ``batch_done``; only the client writes the attributes (see
+``NOTES.md`` on Zarr).  Stores made before ``batch_done`` had a chunk per batch keep one
+chunk for all, which only the client writes.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import importlib.metadata
+import os
+import shutil
+from pathlib import Path
+
+import numpy as np
+import zarr
+from zarr.codecs import BloscCodec
+
+from ..errors import ResumeMismatchError, StoreError
+from ..graph import Graph
+from ..plan import JobPlan
+
+__all__ = ["Store", "FORMAT_VERSION", "package_versions"]
+
+FORMAT_VERSION = 1
+_COMPRESSOR = BloscCodec(cname="zstd", clevel=3, shuffle="bitshuffle")
+#: codecs of the distance and predecessor arrays (``--compression``).  lz4 is the
+#: default: on p2p-Gnutella31 rows it compressed 25x at about 3x the speed of zstd
+#: level 3 (36x), and on rome99's road distances 2.5x at 6x the speed (3.0x);
+#: the writes, not the kernels, bound a GPU job (bench/NOTES.md).
+COMPRESSIONS = {
+    "lz4": BloscCodec(cname="lz4", clevel=5, shuffle="bitshuffle"),
+    "zstd": _COMPRESSOR,
+    "none": None,
+}
+_PACKAGES = ("mgapsp", "numpy", "scipy", "dask", "distributed", "zarr", "dask-cuda",
+             "cupy-cuda12x", "cupy-cuda13x")
+# Options that must match for --resume to continue a store.
+_RESUME_KEYS = ("algorithm", "dtype", "batch_size", "predecessors")
+
+
+def package_versions() -> dict[str, str]:
+    out = {}
+    for name in _PACKAGES:
+        try:
+            out[name] = importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            pass
+    return out
+
+
+def _now() -> str:
+    return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+
+
+class Store:
+    """An mgapsp result store on disk."""
+
+    def __init__(self, path, group: zarr.Group):
+        self.path = str(path)
+        self.group = group
+        self._workers_mark: bool | None = None
+        self._arrays: dict[str, zarr.Array] = {}
+
+    # -- opening ----------------------------------------------------------------
+    @classmethod
+    def open(cls, path, mode: str = "r") -> "Store":
+        """Open an existing store, checking that it is one of ours."""
+        path = os.fspath(path)
+        if not os.path.exists(os.path.join(path, "zarr.json")):
+            raise StoreError(f"{path}: not a Zarr store (no zarr.json)")
+        try:
+            group = zarr.open_group(path, mode=mode)
+        except Exception as exc:  # zarr raises several types for unreadable metadata
+            raise StoreError(f"{path}: cannot open as a Zarr group: {exc}") from exc
+        if "format_version" not in group.attrs or "fingerprint" not in group.attrs:
+            raise StoreError(f"{path}: a Zarr group, but not an mgapsp store")
+        version = group.attrs["format_version"]
+        if version != FORMAT_VERSION:
+            raise StoreError(f"{path}: store format {version}, this mgapsp reads "
+                             f"{FORMAT_VERSION}")
+        return cls(path, group)
+
+    @classmethod
+    def exists(cls, path) -> bool:
+        return os.path.exists(os.path.join(os.fspath(path), "zarr.json"))
+
+    @classmethod
+    def create(cls, path, graph: Graph, plan: JobPlan, *, overwrite: bool = False,
+               potentials: np.ndarray | None = None, compression: str = "lz4",
+               shards: bool = True) -> "Store":
+        """A new store for ``plan`` on ``graph``.  With ``shards`` each batch's rows
+        are one file, a Zarr shard holding the batch's row of chunks; without, every
+        chunk is a file of its own."""
+        path = os.fspath(path)
+        if compression not in COMPRESSIONS:
+            raise StoreError(f"unknown compression {compression!r}; choose "
+                             f"{', '.join(COMPRESSIONS)}")
+        codecs = [COMPRESSIONS[compression]] if COMPRESSIONS[compression] else None
+        if os.path.exists(path):
+            if not overwrite:
+                raise StoreError(f"{path} already exists; pass --resume to continue it "
+                                 "or --overwrite to replace it")
+            if os.path.isdir(path) and not cls.exists(path) and os.listdir(path):
+                raise StoreError(f"{path} exists and is not an mgapsp store; "
+                                 "refusing to delete it")
+            shutil.rmtree(path) if os.path.isdir(path) else os.remove(path)
+        group = zarr.open_group(path, mode="w-")
+        n, s = plan.n_targets(graph.n), plan.n_sources
+        chunks = (plan.batch_size, plan.col_chunk)
+        # a shard is a batch's whole row of chunks, so a worker writes one file a batch
+        row = (plan.batch_size, -(-n // plan.col_chunk) * plan.col_chunk) if shards else None
+        group.create_array("distances", shape=(s, n), chunks=chunks, shards=row,
+                           dtype=plan.dtype, fill_value=np.nan, compressors=codecs,
+                           dimension_names=("source", "target"))
+        if plan.predecessors:
+            group.create_array("predecessors", shape=(s, n), chunks=chunks, shards=row,
+                               dtype="int32", fill_value=-1, compressors=codecs,
+                               dimension_names=("source", "target"))
+        targets = np.arange(graph.n) if plan.targets is None else plan.targets
+        _write_array(group, "vertex_ids", graph.vertex_ids, ("vertex",))
+        _write_array(group, "source_ids", graph.vertex_ids[plan.sources], ("source",))
+        _write_array(group, "source_index", plan.sources.astype(np.int64), ("source",))
+        _write_array(group, "target_ids", graph.vertex_ids[targets], ("target",))
+        _write_array(group, "target_index", targets.astype(np.int64), ("target",))
+        # a chunk per batch: the worker that wrote a batch marks it (a new file, so no
+        # two processes share one), and the client's records leave it alone
+        group.create_array("batch_done", shape=(plan.n_batches,), dtype="uint8",
+                           chunks=(1,), fill_value=0, compressors=None,
+                           dimension_names=("batch",))
+        g = group.create_group("graph")
+        _write_array(g, "indptr", graph.indptr, ("vertex_ptr",))
+        _write_array(g, "indices", graph.indices, ("edge",))
+        _write_array(g, "weights", graph.weights, ("edge",))
+        if potentials is not None:
+            _write_array(g, "potentials", potentials, ("vertex",))
+        group.attrs.update({
+            "format_version": FORMAT_VERSION,
+            "fingerprint": graph.fingerprint,
+            "graph": {"name": graph.name, "n": graph.n, "m": graph.m,
+                      "directed": graph.directed, "weighted": graph.weighted,
+                      "min_weight": graph.min_weight},
+            "job": {"algorithm": plan.algorithm, "backend": plan.backend,
+                    "dtype": plan.dtype, "batch_size": plan.batch_size,
+                    "n_batches": plan.n_batches, "n_sources": plan.n_sources,
+                    "predecessors": plan.predecessors, "col_chunk": plan.col_chunk,
+                    "n_targets": int(n), "all_targets": plan.targets is None,
+                    "cpu_algorithm": plan.cpu_algorithm, "compression": compression,
+                    "shards": bool(shards)},
+            "versions": package_versions(),
+            "created": _now(),
+            "progress": {"batches_done": 0, "n_batches": plan.n_batches,
+                         "rows_done": 0, "n_rows": plan.n_sources, "complete": False,
+                         "updated": _now()},
+        })
+        return cls(path, group)
+
+    # -- what a store holds ---------------------------------------------------
+    @property
+    def attrs(self) -> dict:
+        return dict(self.group.attrs)
+
+    @property
+    def job(self) -> dict:
+        return dict(self.group.attrs["job"])
+
+    @property
+    def fingerprint(self) -> str:
+        return self.group.attrs["fingerprint"]
+
+    def load_graph(self) -> Graph:
+        """The canonical graph the store was computed from."""
+        g = self.group["graph"]
+        info = self.group.attrs["graph"]
+        return Graph(g["indptr"][:], g["indices"][:], g["weights"][:],
+                     directed=info["directed"], weighted=info["weighted"],
+                     vertex_ids=self.group["vertex_ids"][:], name=info["name"])
+
+    def potentials(self) -> np.ndarray | None:
+        """Johnson's potentials: stored exactly when the graph has a negative weight."""
+        if not self.group.attrs["graph"]["min_weight"] < 0:
+            return None
+        g = self.group["graph"]
+        return g["potentials"][:] if "potentials" in g else None
+
+    def source_index(self) -> np.ndarray:
+        return self.group["source_index"][:]
+
+    def target_index(self) -> np.ndarray | None:
+        """Internal indices of the columns; None when every vertex is a column."""
+        return None if self.job["all_targets"] else self.group["target_index"][:]
+
+    def plan(self) -> JobPlan:
+        job = self.job
+        return JobPlan(algorithm=job["algorithm"], backend=job["backend"],
+                       dtype=job["dtype"], batch_size=job["batch_size"],
+                       sources=self.source_index(), predecessors=job["predecessors"],
+                       col_chunk=job["col_chunk"], targets=self.target_index(),
+                       cpu_algorithm=job.get("cpu_algorithm"))
+
+    def done_mask(self) -> np.ndarray:
+        return self.group["batch_done"][:].astype(bool)
+
+    # -- resume ---------------------------------------------------------------
+    def check_resume(self, graph: Graph, plan: JobPlan) -> None:
+        """Refuse to continue when the graph or any option that shapes the result differs."""
+        if graph.fingerprint != self.fingerprint:
+            raise ResumeMismatchError(
+                f"{self.path} was computed from another graph (fingerprint "
+                f"{self.fingerprint}, this graph {graph.fingerprint}); use --overwrite "
+                "to start again")
+        job = self.job
+        for key in _RESUME_KEYS:
+            if job[key] != getattr(plan, key):
+                raise ResumeMismatchError(
+                    f"{self.path} was started with {key}={job[key]!r}, this run asks for "
+                    f"{key}={getattr(plan, key)!r}; use --overwrite to start again")
+        if not np.array_equal(self.source_index(), plan.sources):
+            raise ResumeMismatchError(f"{self.path} was started with other sources; "
+                                      "use --overwrite to start again")
+        mine, theirs = self.target_index(), plan.targets
+        if (mine is None) != (theirs is None) or (
+                mine is not None and not np.array_equal(mine, theirs)):
+            raise ResumeMismatchError(f"{self.path} was started with other targets; "
+                                      "use --overwrite to start again")
+
+    # -- writing (workers: blocks; client: progress) -------------------------
+    def write_block(self, start: int, distances, predecessors=None, *,
+                    staging=None) -> dict:
+        """Write rows ``start .. start + len(distances)``: whole chunks, from a worker.
+
+        The blocks are NumPy arrays, or device arrays that ``staging`` handles (see
+        :func:`mgapsp.store.writer.write_block`).  Returns ``{"copy_s", "encode_s",
+        "bytes"}``, summed over the arrays written.
+        """
+        from .writer import write_block
+
+        stats = write_block(self.array("distances"), start, distances, staging)
+        if predecessors is not None:
+            more = write_block(self.array("predecessors"), start, predecessors, staging)
+            stats = {k: stats[k] + more[k] for k in stats}
+        return stats
+
+    @property
+    def workers_mark_batches(self) -> bool:
+        """Whether each batch's flag is a chunk of its own, written by the worker that
+        wrote the batch (:meth:`mark_batch`); else the client records them."""
+        if self._workers_mark is None:
+            self._workers_mark = self.array("batch_done").chunks == (1,)
+        return self._workers_mark
+
+    def array(self, name: str) -> zarr.Array:
+        """The store's array ``name``, opened once per Store: a worker opens the store
+        once per run, and in a worker whose threads are busy each opening of an array
+        through Zarr cost about 2 ms, every batch."""
+        if name not in self._arrays:
+            self._arrays[name] = self.group[name]
+        return self._arrays[name]
+
+    def mark_batch(self, batch: int) -> None:
+        """Flag ``batch`` as written (a worker, after its rows; a chunk of its own)."""
+        from .writer import write_chunk
+
+        write_chunk(self.array("batch_done"), (batch,), np.ones(1, dtype="uint8"))
+
+    def mark_done(self, batches, rows_done: int, n_done: int, *, complete: bool = False,
+                  extra: dict | None = None) -> None:
+        """Record finished batches and the progress summary (client only).
+
+        Where workers flag their own batches only the attributes are written: each
+        record rewrites files (``zarr.json``, the mask's chunk), and on ext4 replacing a
+        file costs about 1 ms where writing a new one costs 0.02 ms."""
+        if not self.workers_mark_batches:
+            done = self.group["batch_done"]
+            if complete:            # every batch: no need to read the mask first
+                done[:] = np.ones(done.shape, dtype=done.dtype)
+            else:
+                mask = done[:]
+                mask[list(batches)] = 1
+                done[:] = mask
+        progress = dict(self.group.attrs["progress"])
+        progress.update({"batches_done": int(n_done), "rows_done": int(rows_done),
+                         "complete": bool(complete), "updated": _now()})
+        if extra:
+            progress.update(extra)
+        from .writer import update_attributes
+
+        update_attributes(self.group, {"progress": progress})
+
+
+def _write_array(group, name, data, dims):
+    data = np.ascontiguousarray(data)
+    arr = group.create_array(name, shape=data.shape, dtype=data.dtype,
+                             chunks=(max(min(len(data), 2**20), 1),), compressors=_COMPRESSOR,
+                             dimension_names=dims)
+    if len(data):
+        arr[:] = data
+    return arr
+
+
+def store_size(path) -> int:
+    """Bytes the store takes on disk."""
+    return sum(f.stat().st_size for f in Path(path).rglob("*") if f.is_file())
