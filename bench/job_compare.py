@@ -3,6 +3,8 @@
     python bench/job_compare.py tests/data/NY.pace.gr.gz --tree OLD --tree . \
         --sources 32768 --repeats 3 --rounds 2 --out results.json
 
+``--tile K`` computes every source's row K times (a job of seconds on a small graph).
+
 Each ``--tree`` is a source tree of mgapsp (its ``mgapsp/`` and ``kernels/``).  Every
 round starts one process per tree, in turn (every other round in reverse order): it
 starts that version's embedded cluster (one GPU worker, or one CPU worker per core),
@@ -37,6 +39,10 @@ def child(args) -> None:
 
     graph = mgapsp.read_graph(args.graph)
     sources = graph.vertex_ids[:args.sources] if args.sources else None
+    if args.tile > 1:       # a longer job on a small graph: every row several times
+        import numpy as np
+
+        sources = np.tile(graph.vertex_ids if sources is None else sources, args.tile)
     options = dict(dtype=args.dtype, predecessors=args.predecessors, overwrite=True,
                    sources=sources, batch_size=args.batch_size)
     backend = "gpu" if _gpus() else "cpu"
@@ -71,6 +77,8 @@ def main() -> None:
     parser.add_argument("--tree", action="append", default=[])
     parser.add_argument("--child", default=None, help=argparse.SUPPRESS)
     parser.add_argument("--sources", type=int, default=None)
+    parser.add_argument("--tile", type=int, default=1,
+                        help="compute each source's row this many times (a longer job)")
     parser.add_argument("--batch-size", type=int, default=None)
     parser.add_argument("--dtype", default="float32")
     parser.add_argument("--predecessors", action="store_true")
