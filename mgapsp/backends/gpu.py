@@ -17,7 +17,8 @@ from collections import OrderedDict
 
 import numpy as np
 
-from ..cuda import bellman_ford, device, frontier, fw, sssp, staging
+from ..cuda import bellman_ford, frontier, fw, sssp, staging
+from ..cuda import device as gpu
 from ..cuda.staging import FRAME_GROUP_BYTES
 from ..errors import InsufficientMemoryError, UnsupportedError
 from ..graph import Graph
@@ -27,7 +28,7 @@ __all__ = ["GPUBackend", "clear_device_cache"]
 
 _LOCK = threading.RLock()
 #: (device, fingerprint, dtype) -> DeviceGraph, most recently used last
-_GRAPHS: "OrderedDict[tuple, device.DeviceGraph]" = OrderedDict()
+_GRAPHS: "OrderedDict[tuple, gpu.DeviceGraph]" = OrderedDict()
 _MAX_GRAPHS = 4
 #: (device, fingerprint, dtype) -> (dist, pred or None); one matrix at a time
 _FW: "OrderedDict[tuple, tuple]" = OrderedDict()
@@ -123,7 +124,7 @@ class GPUBackend(Backend):
                 for cache in (_FW, _REWEIGHTED, _GRAPHS):
                     for key in [k for k in cache if k[1] != fp]:
                         del cache[key]
-            device.release_pool()
+            gpu.release_pool()
             available = self.memory_available()
         if needed > available:
             raise InsufficientMemoryError(what, needed, available, hint=hint)
@@ -131,16 +132,16 @@ class GPUBackend(Backend):
     # -- resident graphs ---------------------------------------------------------------
     def _resident(self, graph: Graph, dtype: np.dtype) -> bool:
         with _LOCK:
-            return (device.device_id(), graph.fingerprint, dtype.str) in _GRAPHS
+            return (gpu.device_id(), graph.fingerprint, dtype.str) in _GRAPHS
 
-    def _device_graph(self, graph: Graph, dtype: np.dtype) -> "device.DeviceGraph":
-        key = (device.device_id(), graph.fingerprint, dtype.str)
+    def _device_graph(self, graph: Graph, dtype: np.dtype) -> "gpu.DeviceGraph":
+        key = (gpu.device_id(), graph.fingerprint, dtype.str)
         with _LOCK:
             dg = _GRAPHS.get(key)
             if dg is not None:
                 _GRAPHS.move_to_end(key)
                 return dg
-            dg = device.publish(device.upload_graph(graph, dtype))
+            dg = gpu.publish(gpu.upload_graph(graph, dtype))
             _GRAPHS[key] = dg
             while len(_GRAPHS) > _MAX_GRAPHS:
                 _GRAPHS.popitem(last=False)
@@ -174,7 +175,7 @@ class GPUBackend(Backend):
 
         With ``device=True`` the blocks stay on the device (CuPy arrays), for a writer
         that stages them to the host itself, and the calling thread's current stream
-        becomes its own (:func:`mgapsp.device.use_thread_stream`); ``stats["gpu_s"]``
+        becomes its own (:func:`mgapsp.gpu.use_thread_stream`); ``stats["gpu_s"]``
         is the device time of the batch (CUDA events).
 
         ``algorithm`` is ``"bellman-ford"``, ``"dijkstra"`` (Crauser's parallel
@@ -199,7 +200,7 @@ class GPUBackend(Backend):
             # this thread's own stream, from now on: the caller's next steps on the
             # block (the writer's compression and copies) follow it there, while the
             # worker's other thread runs its batch
-            device.use_thread_stream()
+            gpu.use_thread_stream()
         timer = staging.GPUTimer().start()
         if algorithm == "floyd-warshall":
             result = self._floyd_warshall(graph, src, dt, predecessors)
@@ -207,8 +208,8 @@ class GPUBackend(Backend):
             result = self._batched(graph, src, dt, predecessors, algorithm, potentials)
         result.stats["gpu_s"] = timer.stop()
         if not device:
-            result.distances = device.to_host(result.distances)
-            result.predecessors = device.to_host(result.predecessors)
+            result.distances = gpu.to_host(result.distances)
+            result.predecessors = gpu.to_host(result.predecessors)
         return result
 
     def _batched(self, graph, src, dt, predecessors, algorithm, potentials) -> BatchResult:
@@ -238,7 +239,7 @@ class GPUBackend(Backend):
         h = np.ascontiguousarray(potentials, dtype=np.float64)
         if h.shape != (graph.n,):
             raise ValueError(f"potentials must have shape ({graph.n},), got {h.shape}")
-        key = (device.device_id(), graph.fingerprint, dt.str, _potentials_key(h))
+        key = (gpu.device_id(), graph.fingerprint, dt.str, _potentials_key(h))
         with _LOCK:
             entry = _REWEIGHTED.get(key)
             if entry is not None:
@@ -247,14 +248,14 @@ class GPUBackend(Backend):
             if not h.any() and not graph.has_negative_weights:
                 entry = (dg, h)                 # nothing to reweight
             else:
-                entry = device.publish((sssp.reweight(dg, h), device.to_device(h)))
+                entry = gpu.publish((sssp.reweight(dg, h), gpu.to_device(h)))
             _REWEIGHTED[key] = entry
             while len(_REWEIGHTED) > _MAX_REWEIGHTED:
                 _REWEIGHTED.popitem(last=False)
             return entry
 
     def _floyd_warshall(self, graph, src, dt, predecessors) -> BatchResult:
-        dev = device.device_id()
+        dev = gpu.device_id()
         key = (dev, graph.fingerprint, dt.str)
         with _LOCK:
             entry = _FW.get(key)
@@ -274,13 +275,13 @@ class GPUBackend(Backend):
                 )
                 dg = self._device_graph(graph, dt)
                 D, P, _ = fw.floyd_warshall(dg, dt, predecessors)
-                entry = device.publish((D, P))
+                entry = gpu.publish((D, P))
                 _FW[key] = entry
                 while len(_FW) > _MAX_FW:
                     _FW.popitem(last=False)
             D, P = entry
-            dist = device.take_rows(D, src, host=False)
-            pred = device.take_rows(P, src, host=False) if predecessors else None
+            dist = gpu.take_rows(D, src, host=False)
+            pred = gpu.take_rows(P, src, host=False) if predecessors else None
         stats = {"algorithm": "floyd-warshall", "backend": self.name,
                  "rounds": 0 if cached else graph.n,
                  "relaxations": 0 if cached else graph.n ** 3, "cached": cached}
@@ -297,7 +298,7 @@ class GPUBackend(Backend):
         return fw.plan_methods(dtype, weights, n)
 
     def floyd_warshall_slab(self, n, r0, r1, edges, dtype, exchange, bounds, info):
-        cupy = device._cupy()
+        cupy = gpu._cupy()
         with cupy.cuda.Stream(non_blocking=True) as stream:
             timer = staging.GPUTimer().start()
             dist, stats = fw.floyd_warshall_rows(
@@ -309,7 +310,7 @@ class GPUBackend(Backend):
 
     def memory_available(self) -> int:
         """Free bytes on the current device plus what CuPy's memory pool holds free."""
-        return device.memory_available()
+        return gpu.memory_available()
 
     def memory_needed(self, graph: Graph, batch_size: int, *, algorithm: str,
                       dtype: np.dtype, predecessors: bool, fw_rows: int | None = None) -> int:

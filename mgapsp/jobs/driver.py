@@ -180,7 +180,7 @@ def run_job(graph: Graph, out, client, *, algorithm: str = "auto", backend: str 
             if on_progress:
                 on_progress(report, rows_done, plan.n_sources)
     except BaseException:
-        for fut in running.futures:
+        for fut in list(running.futures):
             fut.cancel()
         record()
         raise
