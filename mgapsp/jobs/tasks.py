@@ -108,6 +108,7 @@ def run_batch(store_path: str, fingerprint: str, run: str, batch: int, start: in
     t0 = time.perf_counter()
     job = _run(store_path, fingerprint, run)
     computing: list[float] = []
+    queued_s = 0.0          # waiting for the GPU's computing slot
     result = None
     if slab:
         # a worker that lacks the rows (it replaced a lost one) computes them below
@@ -127,7 +128,9 @@ def run_batch(store_path: str, fingerprint: str, run: str, batch: int, start: in
         load_s = time.perf_counter() - t0
         # a GPU block stays on the device: the writer cuts (and compresses) it there
         slot = _gpu_slot() if backend == "gpu" else contextlib.nullcontext()
+        t = time.perf_counter()
         with slot:
+            queued_s = time.perf_counter() - t
             computing = [time.time()]
             result = impl.distances(graph, np.asarray(sources, dtype=np.int64),
                                     algorithm=algorithm, dtype=np.dtype(dtype),
@@ -143,7 +146,7 @@ def run_batch(store_path: str, fingerprint: str, run: str, batch: int, start: in
         job.store.mark_batch(batch)     # after its rows: a flag always means written
     t2 = time.perf_counter()
     return _plain({"batch": batch, "rows": stop - start, "compute_s": t1 - t0,
-                   "load_s": load_s, "computing": computing, "write_s": t2 - t1,
+                   "load_s": load_s, "queued_s": queued_s, "computing": computing, "write_s": t2 - t1,
                    "stage_s": written["copy_s"], "worker": worker_name(),
                    "backend": backend, "stored_bytes": written["bytes"],
                    **(result.stats or {})})
