@@ -32,11 +32,7 @@ DENSE_MAX_VERTICES = {"cpu": 4096, "gpu": 16384}
 #: into smaller powers of two).  What is left of a chunk after its whole blocks is one
 #: block of its own, compressed as a single stream (its whole blocks are cut into one
 #: stream per byte plane), left unshuffled where its values are not a multiple of 8.
-#: When one warp compressed each stream on the GPU, a long leftover held up the whole
-#: kernel (a batch of 1,956 p2p-Gnutella31 rows in chunks of 4,288 columns left
-#: 519,168 bytes, and its LZ4 kernel took 4.2 ms; one of 978 rows, whose leftover is
-#: not shuffled, 27 ms: bench/NOTES.md); warps now parse 16 KB segments of
-#: a stream, and a short leftover still compresses best.
+#: A short leftover compresses best, on the GPU and the host (bench/NOTES.md).
 BLOSC_BLOCK_ELEMENTS = 2**17
 
 
@@ -83,17 +79,11 @@ def choose_algorithm(graph: Graph, algorithm: str, backend: str, n_sources: int,
         if dense and "floyd-warshall" in available:
             algorithm = "floyd-warshall"
         elif backend == "gpu":
-            # Measured on one H200 (bench/NOTES.md, 2026-11-21), one batch each:
-            # Bellman-Ford beats Crauser's Dijkstra on every graph measured, unit or
-            # weighted: Gnutella09 w 1..10, 8114 sources 5.7 vs 8.8 ms; Austin, 4096
-            # sources 32 vs 89 ms; NY (unit), 4096 sources 0.58 vs 1.59 s (phases vs
-            # rounds 50 vs 25, 873 vs 250, 679 vs 708: a phase is two passes over the
-            # fringe, a round one pass over the frontier).  No crossover: BF.
-            # Negative weights: Johnson (potentials once per job, which the pipeline
-            # computes anyway to find negative cycles up front; then untracked 32-bit
-            # BF) 5.3 ms per 8114-source batch on Gnutella09 + potentials, vs 5.5 ms
-            # for BF with predecessor tracking, which also pays a cycle check at rounds
-            # 32, 64, ... on graphs of many rounds: Johnson.
+            # Bellman-Ford beat Crauser's Dijkstra on every graph measured, unit or
+            # weighted, so there is no crossover to choose by.  Negative weights:
+            # Johnson, whose potentials the job computes anyway to find negative
+            # cycles up front, beat Bellman-Ford with predecessor tracking and its
+            # cycle checks (bench/NOTES.md).
             algorithm = "johnson" if graph.has_negative_weights else "bellman-ford"
         else:
             algorithm = "johnson" if graph.has_negative_weights else "dijkstra"
@@ -115,14 +105,12 @@ def choose_batch_size(graph: Graph, n_sources: int, *, backend: str, n_workers: 
     GPU batches use at most a quarter of the device memory (two compute at once; the
     others a worker runs meanwhile hold only their blocks and the writer's scratch,
     a part of a batch's size without its kernels' state) and up to 8192 sources: a
-    whole batch in flight is what fills the chip (on an H200 one batch of all 8114
-    sources of p2p-Gnutella09 ran 1.4-1.6 times faster than four), and each GPU
-    worker gets two, one for each batch that computes at once
-    (``pipeline.GPU_COMPUTING``); its other threads write batches meanwhile.  The
-    number of GPU batches is a multiple of those computing slots, the batches as
-    equal as can be (a 4-GPU job of p2p-Gnutella31 in batches of 2048,
-    31 for 8 threads, waited 10% of its time on the threads that had a fifth).  CPU
-    batches hold at most 64 MiB of distances, four per worker.
+    whole batch in flight is what fills the chip, and each GPU worker gets two, one
+    for each batch that computes at once (``mgapsp.gpu.computing-batches``); its
+    other threads write batches meanwhile.  The number of GPU batches is a multiple
+    of those computing slots, the batches as equal as can be, so that no thread is
+    left with a last batch while the others wait.  CPU batches hold at most 64 MiB of
+    distances, four per worker.
     """
     if backend == "gpu":
         cap = max(1, (memory // 4) // max(bytes_per_row, 1))
@@ -241,7 +229,7 @@ def plan_job(graph: Graph, *, algorithm: str, backend: str, dtype: str, sources,
 
 def fw_by_slabs(algorithm: str, backend: str, predecessors: bool, sources: np.ndarray,
                 n: int) -> bool:
-    """Whether a job runs Floyd-Warshall as slabs across its workers (mgapsp.fw_dist):
+    """Whether a job runs Floyd-Warshall as slabs across its workers (mgapsp.jobs.fw_slabs):
     every row in order, no predecessors, one kind of worker."""
     return (algorithm == "floyd-warshall" and not predecessors and backend in ("cpu", "gpu")
             and len(sources) == n and bool((sources == np.arange(n)).all()))

@@ -245,7 +245,7 @@ def test_gpu_slab_kernels_of_one_rank_equal_the_dense_ones(monkeypatch, method, 
     apart) against the one-device launches, scratch poisoned, odd sizes."""
     import cupy
 
-    from mgapsp.cuda import fw
+    from mgapsp.cuda import fw, fw_slab
 
     monkeypatch.setattr(fw, "_POISON_SCRATCH", True)
     rng = np.random.default_rng(n)
@@ -258,6 +258,6 @@ def test_gpu_slab_kernels_of_one_rank_equal_the_dense_ones(monkeypatch, method, 
     fw.floyd_warshall_dense(ref, method=method)
     S = cupy.zeros((n, n + (n % 2 if dt == np.int16 else 0)), dtype=dt)
     S[:, :n] = cupy.asarray(A)
-    stats = fw.floyd_warshall_slab(S, 0, n, method, _Alone(), [(0, n)])
+    stats = fw_slab.floyd_warshall_slab(S, 0, n, method, _Alone(), [(0, n)])
     assert stats["rounds"] == -(-n // (256 if dt == np.int16 else 128))
     np.testing.assert_array_equal(S[:, :n].get(), ref.get())

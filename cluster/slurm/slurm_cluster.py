@@ -92,7 +92,7 @@ def main(argv=None) -> int:
     import mgapsp
     from distributed import Client
 
-    from mgapsp.pipeline import run_job
+    from mgapsp.jobs.driver import run_job
 
     graph = mgapsp.read_graph(args.graph)
     with cluster, Client(cluster) as client:

@@ -12,15 +12,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..cuda.fw_slab import SLAB_ALIGN  # slabs start at multiples of the pivot blocks
 from ..errors import UnsupportedError
 from ..graph import Graph
 
 __all__ = ["Backend", "BatchResult", "ALGORITHMS", "SLAB_ALIGN"]
 
 ALGORITHMS = ("bellman-ford", "dijkstra", "johnson", "floyd-warshall")
-#: Floyd-Warshall slabs across workers start at multiples of this many rows (the GPU
-#: pivot blocks, 128 and 256, divide it)
-SLAB_ALIGN = 256
 
 
 @dataclass
@@ -97,5 +95,5 @@ class Backend(ABC):
                       dtype: np.dtype, predecessors: bool, fw_rows: int | None = None) -> int:
         """Bytes one batch of ``batch_size`` sources needs on the device.
 
-        ``fw_rows``: Floyd-Warshall on a slab of that many rows (``mgapsp.fw_dist``)
+        ``fw_rows``: Floyd-Warshall on a slab of that many rows (``mgapsp.jobs.fw_slabs``)
         instead of the whole matrix."""

@@ -17,7 +17,7 @@ from collections import OrderedDict
 
 import numpy as np
 
-from ..cuda import bellman_ford, frontier, fw, sssp, staging
+from ..cuda import bellman_ford, frontier, fw, fw_slab, sssp, staging
 from ..cuda import device as gpu
 from ..cuda.staging import FRAME_GROUP_BYTES
 from ..errors import InsufficientMemoryError, UnsupportedError
@@ -295,13 +295,13 @@ class GPUBackend(Backend):
     @staticmethod
     def fw_methods(dtype, weights, n: int) -> list:
         """The Floyd-Warshall methods to try for a slab job, best first."""
-        return fw.plan_methods(dtype, weights, n)
+        return fw_slab.plan_methods(dtype, weights, n)
 
     def floyd_warshall_slab(self, n, r0, r1, edges, dtype, exchange, bounds, info):
         cupy = gpu._cupy()
         with cupy.cuda.Stream(non_blocking=True) as stream:
             timer = staging.GPUTimer().start()
-            dist, stats = fw.floyd_warshall_rows(
+            dist, stats = fw_slab.floyd_warshall_rows(
                 n, r0, r1, *edges, dtype, exchange, bounds, methods=info["methods"],
                 wmax=info["wmax"], nonneg=info["nonneg"], name=info["name"])
             stats["gpu_s"] = timer.stop()

@@ -6,7 +6,7 @@ Blosc's own encoder picks it, so the frames have the shape the host encoder give
 the streams of a chunk (:class:`FrameLayout`), and, once the kernels have told the
 compressed size of every stream, where each frame and stream goes in one output
 buffer.  :func:`encode_chunks` returns that buffer on the device with the frames'
-offsets; the writer (:mod:`mgapsp.writer`) copies it to the host and stores each
+offsets; the writer (:mod:`mgapsp.store.writer`) copies it to the host and stores each
 frame under its chunk's key.
 """
 
@@ -42,13 +42,8 @@ ACCEPT_MATCH = 8
 #: bytes of a stream one warp parses (``blosc_lz4`` in the kernel file: the segments of
 #: a stream are parsed at once, then joined); a segment's hash table starts with every
 #: PRIME_STRIDE-th position of the 64 KB before it (``LZ4_PRIME_STRIDE``; 0: empty)
-#: and holds 2**HASH_LOG positions (``LZ4_HASH_LOG``).  On an H200 of nvidia-h200-x4,
-#: CUDA events, one call (bench/NOTES.md): a batch of
-#: 1,956 p2p-Gnutella31 rows took LZ4 1.64 ms and the whole encoder 2.92, 22.8 MiB of
-#: frames, against 3.05 ms, 4.33 and 22.3 MiB with a warp per whole 128 KB stream and
-#: 4,096 positions; without hints 1.36 ms but 25.7 MiB; with 4,096 positions 2.36 ms.
-#: A batch of 2,048 NY rows: LZ4 8.5 against 19.3 ms, the encoder 11.4 against 22.2,
-#: frames 173 and 169 MiB.
+#: and holds 2**HASH_LOG positions (``LZ4_HASH_LOG``).  Segments keep a stream's warps
+#: from waiting on its longest part, for frames 2% larger (bench/NOTES.md).
 SEGMENT_BYTES = 16 * 1024
 PRIME_STRIDE = 8
 HASH_LOG = 11

@@ -220,10 +220,8 @@ def johnson_batch(d_rw: DeviceGraph, sources, potentials, dtype=None,
 def prefer_bellman_ford(d_graph: DeviceGraph, n_sources: int) -> bool:
     """Whether Bellman-Ford beats Crauser's Dijkstra on this non-negative graph.
 
-    Measured on an H200 (bench/NOTES.md): always, so far.  Johnson on Gnutella09
-    with potentials (8114 sources): 8.8 ms with Bellman-Ford inside, 22 ms with
-    Crauser (134 phases: reweighted weights are small and uneven); non-negative
-    graphs: BF 5.7 vs 8.8 ms (Gnutella09), 32 vs 89 ms (Austin), 0.58 vs 1.59 s (NY).
+    On every graph measured so far, yes (bench/NOTES.md): reweighted weights are
+    small and uneven, which costs Crauser many phases.
     """
     del d_graph, n_sources
     return True

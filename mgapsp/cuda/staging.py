@@ -18,7 +18,8 @@ from typing import Callable, Iterator
 
 import numpy as np
 
-from .blosc import TYPESIZES  # noqa: F401  (what the store's writer asks)
+
+from .blosc import TYPESIZES  # noqa: F401  (the type sizes the GPU frames handle)
 from .loader import _cupy
 
 __all__ = ["STAGE_BYTES", "FRAME_GROUP_BYTES", "chunk_groups", "frame_groups", "GPUTimer",
@@ -58,9 +59,7 @@ class _Stage:
         buf = self.buffers[slot]
         if buf is None or buf.nbytes < nbytes:
             # Compressed groups vary in size: room for twice this one, so that a batch
-            # seldom waits for pages to be pinned.  Grown to each new size, buffers
-            # grew under the frames of later, larger batches (15-25 MB of them) on
-            # four GPUs, and those frames reached the host 15-60 ms late.
+            # seldom waits for pages to be pinned.
             size = 2 * nbytes           # more than the buffer held: it only grows
             self.buffers[slot] = None
             mem = _cupy().cuda.alloc_pinned_memory(size)

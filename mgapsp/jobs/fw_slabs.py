@@ -21,6 +21,9 @@ Exchanges:
 
 If one rank fails it sets the job's abort event (``distributed.Event``); the others see
 it while they wait, abort their communicator and fail too, so no collective hangs.
+
+About 430 lines in one module: the exchanges, the rank task and the client's side
+share the abort protocol (the job's ``distributed.Event``), kept in one place.
 """
 
 from __future__ import annotations
@@ -353,7 +356,7 @@ def fw_rank(store_path: str, fingerprint: str, run: str, prefix: str, rank: int,
     """Worker task: this rank's slab of the job's Floyd-Warshall matrix, kept in the
     process (:func:`mgapsp.jobs.tasks.cached_rows`) for the batch tasks that write it.  ``info`` is
     :func:`job_info`; the rank reads only its own rows' edges from the store.  ``run``
-    names the run (see :func:`mgapsp.pipeline.run_batch`)."""
+    names the run (see :func:`mgapsp.jobs.tasks.run_batch`)."""
     
     t0 = time.perf_counter()
     drop_slabs()

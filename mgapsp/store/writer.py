@@ -1,10 +1,8 @@
 """Writing a batch's block into the store: whole chunks, compressed by a thread pool.
 
-Zarr's own ``array[rows, :] = block`` wrote a 2 GB block of p2p-Gnutella31 rows at
-1.0-1.5 GB/s on the device machines whatever the codec (even none): the time went to
-its per-chunk copies and its one event loop, not to compression, which reached 13.8
-GB/s on 32 threads (``bench/NOTES.md``).  So a worker encodes the chunks
-itself: it cuts the block into whole chunks (on the GPU for a device block, see
+Zarr's own ``array[rows, :] = block`` spends its time in per-chunk copies and its
+one event loop, not in compression, which scales with threads (``bench/NOTES.md``).
+So a worker encodes the chunks itself: it cuts the block into whole chunks (on the GPU for a device block, see
 :mod:`mgapsp.cuda.staging`), compresses each with the array's own Blosc settings
 on a pool of threads, and puts the bytes under the chunk's key through the array's
 store, where Zarr reads them back as if it had written them.  Arrays whose codecs are
@@ -14,22 +12,21 @@ to Zarr's own write.
 
 Into a local store (Zarr's ``LocalStore``) the pool writes each chunk file itself, as
 the store would (a temporary file renamed into place, so that no reader sees half a
-chunk): through Zarr's event loop, one thread that every write passes, one GPU
-worker wrote all rows of p2p-Gnutella31 (490 chunk files) at 96k rows/s, against 141k
-written directly (``bench/NOTES.md``).  Other stores get ``store.set``.
+chunk), rather than through Zarr's event loop, one thread that every write passes.
+Other stores get ``store.set``.
 
 A device block of an array compressed with Blosc LZ4 and bit-shuffle (the store's
 default) is compressed on its GPU instead (:mod:`mgapsp.cuda.blosc`), since one
 GPU computes distances faster than the host's cores compress them: the host copies
-the frames back and only writes bytes.  ``MGAPSP_GPU_COMPRESS=0`` turns that off
+the frames back and only writes bytes.  ``mgapsp.gpu.compress`` false turns that off
 (the host compresses, as for zstd).
 
-Chunks the host compresses go to a pool of ``MGAPSP_WRITE_THREADS`` threads, by
+Chunks the host compresses go to a pool of ``mgapsp.store.write-threads`` threads, by
 default this process's share of the cores it may run on: all of them divided by the
 GPUs that the host's cluster uses (``CUDA_VISIBLE_DEVICES`` lists them, as dask-cuda
 sets it), or a single thread in a process without a GPU, whose cores are busy
 computing.  Frames made on the GPU only need storing, which a few threads do: a pool
-of ``MGAPSP_STORE_THREADS`` (default :data:`STORE_THREADS`, at most the former).  More
+of ``mgapsp.store.store-threads`` (at most the former).  More
 threads only held the interpreter's lock that the batches' kernel launches wait for.
 """
 
@@ -138,9 +135,8 @@ def write_chunk(arr: zarr.Array, coords: tuple, chunk: np.ndarray) -> int:
 
 def update_attributes(group: zarr.Group, updates: dict) -> None:
     """``group.attrs.update(updates)``: the same ``zarr.json``, but written here where
-    the group is in a local store rather than through Zarr's event loop.  The store's
-    last record ends every job: through Zarr it took 3.1 ms of a 0.14 s job on four
-    GPUs, in a client process whose loop thread also runs the scheduler."""
+    the group is in a local store rather than through Zarr's event loop, which in the
+    client process is the loop that also talks to the scheduler."""
     from zarr.storage import LocalStore
 
     store = group.store_path.store
