@@ -52,6 +52,7 @@ def test_slurm_job_script_is_one_gpu_node(slurm):
     assert "--memory-limit 111.76GiB" in line and "--nthreads 8" in line
 
 
+@pytest.mark.slow
 def test_slurm_job_script_with_tls(slurm, tmp_path):
     tls = tmp_path / "tls"
     subprocess.run(["bash", str(REPO / "cluster" / "make-tls.sh"), str(tls)], check=True,
@@ -69,6 +70,7 @@ def test_slurm_job_script_with_tls(slurm, tmp_path):
         assert f"{flag} {tls / name}" in line
 
 
+@pytest.mark.slow
 def test_slurm_worker_command_joins_a_real_scheduler(slurm, tmp_path):
     """Run the exact worker command of the generated job script on this machine."""
     from distributed import Client, LocalCluster
@@ -123,6 +125,27 @@ def test_recipes_start_workers_through_mgapsp():
     assert "mgapsp.jobs.worker" in daskcluster and "--preload" not in daskcluster
 
 
+def test_config_plugin_sets_a_workers_settings():
+    """ConfigPlugin (what every job registers) gives the process it runs in the values
+    it carries (here: this one, restored after)."""
+    import dask
+
+    from mgapsp import config
+    from mgapsp.jobs.cluster import ConfigPlugin
+
+    with dask.config.set({"mgapsp.store.store-threads": 2}):
+        plugin = ConfigPlugin()
+        assert plugin.values["mgapsp.store.store-threads"] == 2
+    before = dask.config.get("mgapsp.store.store-threads")
+    try:
+        ConfigPlugin({"mgapsp.store.store-threads": 9}).setup()
+        assert config.get("store.store-threads") == 9
+        ConfigPlugin(plugin.values).setup()
+        assert config.get("store.store-threads") == 2
+    finally:
+        dask.config.set({"mgapsp.store.store-threads": before})
+
+
 def test_kubernetes_manifests():
     docs = []
     for path in sorted((REPO / "cluster" / "kubernetes").glob("*.yaml")):
@@ -148,6 +171,7 @@ def test_kubernetes_manifests():
     assert kinds["PersistentVolumeClaim"]["spec"]["accessModes"] == ["ReadWriteMany"]
 
 
+@pytest.mark.slow
 def test_embedded_cluster_workers_get_the_clients_settings(data_dir, tmp_path):
     """A job's workers, and one that joins later, compute with the client's mgapsp
     settings (mgapsp.jobs.cluster.ConfigPlugin)."""

@@ -312,21 +312,7 @@ def test_negative_cycle(integer):
     assert graph.edge_weights(cyc_idx, np.roll(cyc_idx, -1)).sum() < 0
 
 
-# -- choosing the method, and int16's overflow fallback --------------------------------
-def test_choose_method():
-    ints = np.array([0.0, 3.0, 7.0])
-    assert fw.choose_fw_method(F32, ints, 100) == "int16x2-dpx"          # 99*7 fits int16
-    assert fw.choose_fw_method(F64, ints, 100) == "int16x2-dpx"
-    big = np.array([0.0, 5000.0])                                         # > SPECULATE max
-    assert fw.choose_fw_method(F32, big, 100) == "int32-dpx"
-    neg = np.array([-30.0, 30.0])                                         # 999*30 > 8191
-    assert fw.choose_fw_method(F32, neg, 1000) == "int32-dpx"
-    assert fw.choose_fw_method(F32, np.array([-3.0, 4.0]), 1000) == "int16x2-dpx"
-    assert fw.choose_fw_method(F32, np.array([0.5, 2.0]), 10) == "fp32"
-    assert fw.choose_fw_method(F64, np.array([0.5, 2.0]), 10) == "fp64"
-    huge = np.array([-1e6, 1e6])                                          # bound > 2**29
-    assert fw.choose_fw_method(F64, huge, 10**4) == "fp64"
-    assert fw.choose_fw_method(F32, np.array([]), 5) == "int16x2-dpx"
+# -- int16's overflow fallback (choosing the method: tests/test_kernels_compile.py) ---
 
 
 def test_int16_overflow_falls_back():

@@ -38,6 +38,7 @@ def test_there_are_kernels():
     assert (KERNEL_DIR / loader.KERNEL_FILE) in KERNELS
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", ["-c", "--ptx"])
 @pytest.mark.parametrize("source", KERNELS, ids=lambda p: p.name)
 def test_kernel_compiles(source: Path, mode: str, tmp_path: Path):
@@ -122,3 +123,26 @@ def test_no_cupy_at_import(module: str):
     for node, names in _module_level_imports(tree):
         bad = [nm for nm in names if nm.split(".")[0] in ("cupy", "cupyx")]
         assert not bad, f"{module} imports {bad} at module level (line {node.lineno})"
+
+
+def test_choose_method():
+    """Floyd-Warshall's method from the weights (host NumPy only, so it runs without a
+    GPU; moved here from the gpu-marked tests/test_gpu_floyd_warshall.py)."""
+    import numpy as np
+
+    from mgapsp.cuda import fw
+
+    F32, F64 = np.dtype(np.float32), np.dtype(np.float64)
+    ints = np.array([0.0, 3.0, 7.0])
+    assert fw.choose_fw_method(F32, ints, 100) == "int16x2-dpx"          # 99*7 fits int16
+    assert fw.choose_fw_method(F64, ints, 100) == "int16x2-dpx"
+    big = np.array([0.0, 5000.0])                                         # > SPECULATE max
+    assert fw.choose_fw_method(F32, big, 100) == "int32-dpx"
+    neg = np.array([-30.0, 30.0])                                         # 999*30 > 8191
+    assert fw.choose_fw_method(F32, neg, 1000) == "int32-dpx"
+    assert fw.choose_fw_method(F32, np.array([-3.0, 4.0]), 1000) == "int16x2-dpx"
+    assert fw.choose_fw_method(F32, np.array([0.5, 2.0]), 10) == "fp32"
+    assert fw.choose_fw_method(F64, np.array([0.5, 2.0]), 10) == "fp64"
+    huge = np.array([-1e6, 1e6])                                          # bound > 2**29
+    assert fw.choose_fw_method(F64, huge, 10**4) == "fp64"
+    assert fw.choose_fw_method(F32, np.array([]), 5) == "int16x2-dpx"

@@ -68,7 +68,8 @@ def test_negative_weights_without_cycle(cpu_client, data_dir, tmp_path):
     assert report.ok, report
 
 
-@pytest.mark.parametrize("algorithm", ["dijkstra", "johnson", "bellman-ford",
+@pytest.mark.parametrize("algorithm", ["dijkstra", "johnson",
+                                       pytest.param("bellman-ford", marks=pytest.mark.slow),
                                        "floyd-warshall"])
 def test_every_cpu_algorithm(cpu_client, data_dir, tmp_path, algorithm):
     graph = mgapsp.read_graph(data_dir / "ChicagoSketch_net.tntp")
@@ -103,6 +104,7 @@ def test_float32_store_and_readers(cpu_client, data_dir, tmp_path):
     assert {"numpy", "zarr", "dask", "mgapsp"} <= set(attrs["versions"])
 
 
+@pytest.mark.slow
 def test_negative_cycle_raises_and_writes_nothing(cpu_client, data_dir, tmp_path):
     graph = mgapsp.read_graph(data_dir / "soc-sign-bitcoinalpha.csv")
     out = tmp_path / "cycle.zarr"
@@ -379,6 +381,7 @@ def test_hybrid_backend_uses_each_workers_own_backend(cpu_client, data_dir, tmp_
     assert verify_store(out, all_rows=True).ok
 
 
+@pytest.mark.slow
 def test_job_after_a_failed_job_on_the_same_client(cpu_client, data_dir, tmp_path):
     """Regression: a failed job's erred task keys must not leak into the next job."""
     bad = mgapsp.read_graph(data_dir / "soc-sign-bitcoinalpha.csv")

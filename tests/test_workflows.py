@@ -25,6 +25,7 @@ def workflow(name, *args, timeout=600):
     return proc.stdout
 
 
+@pytest.mark.slow
 def test_od_matrix(data_dir, tmp_path):
     out = tmp_path / "od.zarr"
     text = workflow("od_matrix.py", data_dir / "Anaheim_net.tntp", out, "--backend", "cpu")
@@ -35,12 +36,14 @@ def test_od_matrix(data_dir, tmp_path):
     assert_distances_equal(zarr.open_group(out)["distances"][:], ref, dtype="float32")
 
 
+@pytest.mark.slow
 def test_floyd_warshall_tsplib(data_dir, tmp_path):
     text = workflow("floyd_warshall_tsplib.py", data_dir / "gr120.tsp", tmp_path / "fw.zarr",
                     "--backend", "cpu")
     assert "floyd-warshall on cpu" in text and "ok" in text
 
 
+@pytest.mark.slow
 def test_apsp_verify(data_dir, tmp_path):
     text = workflow("apsp_verify.py", data_dir / "rome99.gr", tmp_path / "r.zarr",
                     "--backend", "cpu", "--samples", "50")
@@ -70,6 +73,7 @@ def test_scaling_ceilings_keep_the_first_points_idle_ends():
     assert ceilings([dict(one, idle_ends_s=None), {"workers": 2}]) == [None, None]
 
 
+@pytest.mark.slow
 def test_resume_after_interruption(data_dir, tmp_path):
     text = workflow("resume_after_interruption.py", data_dir / "p2p-Gnutella08.txt",
                     tmp_path / "g.zarr", "--backend", "cpu", "--batch-size", "8")
@@ -77,6 +81,7 @@ def test_resume_after_interruption(data_dir, tmp_path):
     assert "already done" in text
 
 
+@pytest.mark.slow
 def test_scaling_report(data_dir, tmp_path):
     pytest.importorskip("matplotlib")
     out = tmp_path / "scaling"
