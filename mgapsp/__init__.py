@@ -9,15 +9,19 @@ from .errors import (
     NegativeCycleError,
     ResumeMismatchError,
     StoreError,
+    UnknownLabelError,
     UnsupportedError,
 )
 from .graph import Graph
 from .readers import as_graph, read_graph
+from .results import Result, open
 
 __version__ = "0.1.0"
 
 __all__ = [
     "apsp",
+    "open",
+    "Result",
     "read_graph",
     "as_graph",
     "Graph",
@@ -29,4 +33,5 @@ __all__ = [
     "StoreError",
     "ResumeMismatchError",
     "UnsupportedError",
+    "UnknownLabelError",
 ]

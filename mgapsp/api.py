@@ -15,6 +15,7 @@ from .jobs.cluster import connect
 from .jobs.driver import run_job
 from .plan import plan_job
 from .readers import as_graph
+from .results import Result
 from .store import Store
 
 __all__ = ["apsp", "resolve_backend"]
@@ -41,7 +42,7 @@ def apsp(graph, *, out=None, algorithm: str = "auto", backend: str = "auto",
         See :func:`mgapsp.readers.as_graph`.  Paths are read with :func:`read_graph`.
     out : path, optional
         Zarr store to fill.  Given: the job runs on Dask (``client``, or an embedded
-        cluster started for the call) and the opened store's group is returned.
+        cluster started for the call) and the store is returned as a :class:`~mgapsp.Result`.
         Omitted: the distances come back as a NumPy array, computed in this process
         (or, with ``client``, on its workers through a temporary store).
     algorithm : {"auto", "bellman-ford", "dijkstra", "johnson", "floyd-warshall"}
@@ -70,8 +71,8 @@ def apsp(graph, *, out=None, algorithm: str = "auto", backend: str = "auto",
 
     Returns
     -------
-    zarr.Group, or ndarray of shape (len(sources), len(targets)) (a pair with
-    predecessors)
+    Result (the store, read by label: :class:`mgapsp.Result`), or ndarray of shape
+    (len(sources), len(targets)) (a pair with predecessors)
 
     Raises
     ------
@@ -105,7 +106,7 @@ def apsp(graph, *, out=None, algorithm: str = "auto", backend: str = "auto",
         with connect(backend=backend) as own:
             run_job(g, out, own, backend=backend, resume=resume, overwrite=overwrite,
                     compression=compression, shards=shards, **options)
-    return Store.open(out).group
+    return Result(out)
 
 
 def _in_process(graph: Graph, *, backend, algorithm, dtype, sources, targets, batch_size,

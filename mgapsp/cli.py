@@ -14,7 +14,7 @@ import time
 import click
 import numpy as np
 
-from .errors import GraphFormatError, MgapspError
+from .errors import GraphFormatError, MgapspError, UnknownLabelError
 
 _ALGORITHMS = ["auto", "bellman-ford", "dijkstra", "johnson", "floyd-warshall"]
 
@@ -200,7 +200,7 @@ def _summary(out, report, n_workers, size):
     store = report.store
     row = store.group["distances"][0, :].astype(np.float64)
     finite = row[np.isfinite(row)]
-    sid = int(store.group["source_ids"][0])
+    sid = store.labels("source")[0]
     click.echo(f"  store: {out} ({size / 2**20:.1f} MiB), distances {p.n_sources:,} x "
                f"{row.shape[0]:,} {p.dtype}"
                + (", predecessors" if p.predecessors else ""))
@@ -209,36 +209,29 @@ def _summary(out, report, n_workers, size):
 
 
 def read_ids(path, graph, what: str = "source") -> np.ndarray:
-    """Parse a file of vertex ids; errors name the line and the value."""
-    ids = []
-    lines = []
+    """Parse a file of vertex labels (separated by whitespace, commas or newlines, ``#``
+    comments); an unknown label is an error naming its line."""
+    labels, lines = [], []
     with open(path) as fh:
         for lineno, line in enumerate(fh, 1):
             text = line.split("#", 1)[0].replace(",", " ")
             for tok in text.split():
-                try:
-                    ids.append(int(tok))
-                except ValueError:
-                    raise GraphFormatError(f"{what} id {tok!r} is not an integer",
-                                           path, lineno) from None
+                labels.append(tok)
                 lines.append(lineno)
-    if not ids:
-        raise GraphFormatError(f"no {what} ids in the file", path)
-    ids = np.array(ids, dtype=np.int64)
+    if not labels:
+        raise GraphFormatError(f"no {what} labels in the file", path)
     try:
-        graph.index_of(ids, what=what)
-    except GraphFormatError:
-        known = set(graph.vertex_ids.tolist()) if graph.id_base not in (0, 1) else None
-        for vid, lineno in zip(ids, lines):
-            ok = (vid in known) if known is not None else (
-                graph.id_base <= vid < graph.n + graph.id_base)
-            if not ok:
+        index = graph.index_of(labels, what=what)
+    except UnknownLabelError:
+        for tok, lineno in zip(labels, lines):
+            try:
+                graph.index_of([tok])
+            except UnknownLabelError:
                 raise GraphFormatError(
-                    f"{what} id {vid} is not a vertex of {graph.name or 'the graph'} "
-                    f"(ids {int(graph.vertex_ids[0])}..{int(graph.vertex_ids[-1])})",
+                    f"{what} {tok!r} is not a vertex of {graph.name or 'the graph'}",
                     path, lineno) from None
         raise
-    return ids
+    return graph.labels[index]
 
 
 @main.command()
@@ -302,40 +295,19 @@ def verify(store, samples, all_rows, seed):
 
 @main.command()
 @click.argument("store", type=click.Path(exists=True, file_okay=False))
-@click.argument("u", type=int)
-@click.argument("v", type=int)
+@click.argument("u")
+@click.argument("v")
 def path(store, u, v):
-    """Print a shortest path from U to V (vertex ids), from stored predecessors."""
-    from .store import Store
+    """Print a shortest path from U to V (vertex labels), from stored predecessors."""
+    from .results import Result
 
-    s = Store.open(store)
-    if "predecessors" not in s.group:
-        raise MgapspError(f"{store} has no predecessors; run with --predecessors")
-    rows = np.flatnonzero(s.group["source_ids"][:] == u)
-    if len(rows) == 0:
-        raise MgapspError(f"{u} is not a source of {store}")
-    row = int(rows[0])
-    plan = s.plan()
-    if not s.group["batch_done"][row // plan.batch_size]:
-        raise MgapspError(f"the row of source {u} is not computed yet; resume the job")
-    graph_ids = s.group["vertex_ids"][:]
-    target = np.flatnonzero(graph_ids == v)
-    if len(target) == 0:
-        raise MgapspError(f"{v} is not a vertex of {store}")
-    t = int(target[0])  # predecessors store every target, so column == vertex index
-    dist = float(s.group["distances"][row, t])
-    if not np.isfinite(dist):
+    result = Result(store)
+    hops = result.path(u, v)
+    if hops is None:
         click.echo(f"no path from {u} to {v}")
         sys.exit(1)
-    pred = s.group["predecessors"][row, :]
-    src = int(s.group["source_index"][row])
-    hops = [t]
-    while hops[-1] != src:
-        hops.append(int(pred[hops[-1]]))
-        if hops[-1] < 0 or len(hops) > len(pred):
-            raise MgapspError(f"{store}: predecessors of source {u} are inconsistent")
-    click.echo(" -> ".join(str(int(graph_ids[x])) for x in reversed(hops)))
-    click.echo(f"distance {dist:g}, {len(hops) - 1} edges")
+    click.echo(" -> ".join(str(x) for x in hops))
+    click.echo(f"distance {result.distance(u, v):g}, {len(hops) - 1} edges")
 
 
 class _Progress:

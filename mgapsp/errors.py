@@ -21,6 +21,7 @@ __all__ = [
     "InsufficientMemoryError",
     "StoreError",
     "ResumeMismatchError",
+    "UnknownLabelError",
     "UnsupportedError",
 ]
 
@@ -114,6 +115,14 @@ class StoreError(MgapspError):
 
 class ResumeMismatchError(StoreError):
     """``resume`` was asked for a store made from another graph or other options."""
+
+
+class UnknownLabelError(MgapspError, KeyError):
+    """A vertex label that no vertex of the graph has (a source, a target, a path's
+    end).  Also a KeyError, as for a missing key of a mapping."""
+
+    def __str__(self) -> str:       # KeyError would quote the message
+        return str(self.args[0]) if self.args else ""
 
 
 class UnsupportedError(MgapspError):

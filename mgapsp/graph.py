@@ -17,7 +17,7 @@ from functools import cached_property
 import numpy as np
 import scipy.sparse as sp
 
-from .errors import EmptyGraphError, GraphFormatError
+from .errors import EmptyGraphError, GraphFormatError, UnknownLabelError
 
 __all__ = ["Graph", "MAX_VERTICES"]
 
@@ -38,8 +38,10 @@ class Graph:
         False when the input was undirected (the CSR then holds both directions).
     weighted : bool
         False when every weight is the implicit 1 of an unweighted input.
-    vertex_ids : ndarray of int64, shape (n,)
-        The id of each vertex in the input (``index`` or ``index + 1``).
+    vertex_ids : ndarray, shape (n,)
+        The label of each vertex in the input: int64 (any 64-bit integers; ``index +
+        1`` for formats that declare ``n``) or strings; also :attr:`labels`.  Memory
+        follows the vertices that exist, never the largest label.
     name : str
         A label for messages and the store (usually the file name).
     """
@@ -59,8 +61,19 @@ class Graph:
         self.weights = np.ascontiguousarray(self.weights, dtype=np.float64)
         if self.vertex_ids is None:
             self.vertex_ids = np.arange(self.n, dtype=np.int64)
-        self.vertex_ids = np.ascontiguousarray(self.vertex_ids, dtype=np.int64)
+        self.vertex_ids = _label_array(self.vertex_ids)
+        if len(self.vertex_ids) != self.n:
+            raise ValueError(f"{len(self.vertex_ids)} labels for {self.n} vertices")
 
+    @property
+    def labels(self) -> np.ndarray:
+        """The label of each vertex (int64 or str), indexed by internal index."""
+        return self.vertex_ids
+
+    @property
+    def text_labels(self) -> bool:
+        """True where the labels are strings rather than integers."""
+        return self.vertex_ids.dtype.kind != "i"
     # -- sizes and properties -------------------------------------------------
     @property
     def n(self) -> int:
@@ -84,12 +97,16 @@ class Graph:
         return self.m / float(self.n) ** 2
 
     @cached_property
-    def id_base(self) -> int:
-        """1 when ``vertex_ids == index + 1`` (1-based formats), else 0."""
+    def id_base(self) -> int | None:
+        """0 or 1 when the labels are ``index + 0`` or ``index + 1``, else None."""
         ids = self.vertex_ids
-        if self.n and ids[0] == 1 and np.array_equal(ids, np.arange(1, self.n + 1)):
-            return 1
-        return 0
+        if ids.dtype.kind != "i":
+            return None
+        for base in (0, 1):
+            if self.n == 0 or (ids[0] == base and ids[-1] == self.n - 1 + base
+                               and np.array_equal(ids, np.arange(base, self.n + base))):
+                return base
+        return None
 
     @cached_property
     def sources_of_edges(self) -> np.ndarray:
@@ -128,29 +145,27 @@ class Graph:
         found = self._edge_keys[pos] == keys if self.m else np.zeros(len(keys), bool)
         return np.where(found, self.weights[pos] if self.m else np.nan, np.nan)
 
-    def index_of(self, ids, *, what: str = "vertex") -> np.ndarray:
-        """Map input vertex ids to internal indices; raise on unknown ids."""
-        ids = np.asarray(ids, dtype=np.int64).ravel()
-        if self.id_base == 0 and np.array_equal(self.vertex_ids, np.arange(self.n)):
-            idx = ids
-        elif self.id_base == 1:
-            idx = ids - 1
+    def index_of(self, labels, *, what: str = "vertex") -> np.ndarray:
+        """Internal indices of vertex ``labels`` (one label or a sequence of them);
+        an unknown label raises :class:`~mgapsp.errors.UnknownLabelError` naming it."""
+        wanted = _lookup_array(labels, self.vertex_ids.dtype, what)
+        base = self.id_base
+        if base is not None:
+            idx = wanted - base
+            bad = (idx < 0) | (idx >= self.n)
         else:
-            order = np.argsort(self.vertex_ids, kind="stable")
-            pos = np.searchsorted(self.vertex_ids, ids, sorter=order)
-            pos = np.clip(pos, 0, self.n - 1)
-            idx = order[pos]
-            bad = self.vertex_ids[idx] != ids
-            if bad.any():
-                raise GraphFormatError(f"unknown {what} id {int(ids[bad][0])}")
-            return idx
-        bad = (idx < 0) | (idx >= self.n)
+            order = self._label_order
+            pos = np.searchsorted(self.vertex_ids, wanted, sorter=order)
+            idx = order[np.clip(pos, 0, max(self.n - 1, 0))] if self.n else pos
+            bad = (self.vertex_ids[idx] != wanted) if self.n else np.ones(len(wanted), bool)
         if bad.any():
-            raise GraphFormatError(
-                f"unknown {what} id {int(ids[bad][0])}: the graph's ids run from "
-                f"{int(self.vertex_ids[0])} to {int(self.vertex_ids[-1])}"
-            )
-        return idx
+            raise UnknownLabelError(f"unknown {what} {_shown(wanted[bad][0])}: no vertex "
+                                    f"of the graph has that label")
+        return np.asarray(idx, dtype=np.int64)
+
+    @cached_property
+    def _label_order(self) -> np.ndarray:
+        return np.argsort(self.vertex_ids, kind="stable")
 
     def __repr__(self) -> str:
         kind = "directed" if self.directed else "undirected"
@@ -171,14 +186,33 @@ class Graph:
         vertex_ids=None,
         name: str = "",
         source: str | None = None,
+        renumber: bool = False,
     ) -> "Graph":
         """Build the canonical CSR from edge arrays.
 
         ``src`` and ``dst`` hold ids (``id_base`` is subtracted to get indices); ``n``
-        defaults to the largest index + 1.  Duplicate edges keep the minimum weight;
-        undirected graphs get both directions.  ``source`` names the input in errors.
+        defaults to the largest index + 1.  With ``renumber`` they hold labels of any
+        kind (integers of 64 bits, negative ones too, or strings): the vertices are the
+        distinct labels, numbered in sorted order (so dense 0-based ids keep their
+        numbers), as many as there are, whatever the labels' size.  Duplicate edges keep
+        the minimum weight; undirected graphs get both directions.  ``source`` names
+        the input in errors.
         """
         where = source
+        if renumber:
+            labels = _label_array(np.concatenate([np.asarray(src, dtype=object).ravel()
+                                                  if np.asarray(src).dtype.kind not in "iuU"
+                                                  else np.asarray(src).ravel(),
+                                                  np.asarray(dst, dtype=object).ravel()
+                                                  if np.asarray(dst).dtype.kind not in "iuU"
+                                                  else np.asarray(dst).ravel()]))
+            vertex_ids, inverse = np.unique(labels, return_inverse=True)
+            if len(vertex_ids) > MAX_VERTICES:
+                raise GraphFormatError(f"{len(vertex_ids)} vertices exceed the limit of "
+                                       f"{MAX_VERTICES}", where)
+            m = len(labels) // 2
+            src, dst = inverse[:m].astype(np.int64), inverse[m:].astype(np.int64)
+            n, id_base = len(vertex_ids), 0
         src = _as_index_array(src, "source", where)
         dst = _as_index_array(dst, "target", where)
         if src.shape != dst.shape:
@@ -263,3 +297,49 @@ def _canonical_csr(src, dst, w, n):
     indptr = np.zeros(n + 1, dtype=np.int64)
     np.cumsum(np.bincount(src, minlength=n), out=indptr[1:])
     return indptr, dst.astype(np.int32), w
+
+
+def _label_array(labels) -> np.ndarray:
+    """Labels as int64 where they are all integers within 64 bits, else as strings."""
+    arr = np.asarray(labels)
+    if arr.dtype.kind in "iub":
+        return np.ascontiguousarray(arr, dtype=np.int64).ravel()
+    if arr.dtype.kind == "U":
+        return np.ascontiguousarray(arr).ravel()
+    arr = arr.ravel()
+    if arr.dtype.kind == "O" and all(isinstance(v, (int, np.integer)) and not isinstance(v, bool)
+                                     and -2**63 <= int(v) < 2**63 for v in arr):
+        return arr.astype(np.int64)
+    if arr.dtype.kind == "f" and np.isfinite(arr).all() and (arr == np.round(arr)).all():
+        return arr.astype(np.int64)
+    return np.array([str(v) for v in arr], dtype=str)
+
+
+def _lookup_array(labels, dtype: np.dtype, what: str) -> np.ndarray:
+    """``labels`` (a label or a sequence) as an array comparable with labels of
+    ``dtype``; a label of the wrong kind raises UnknownLabelError."""
+    arr = np.asarray(labels)
+    arr = arr.ravel() if arr.ndim else arr.reshape(1)
+    if dtype.kind == "i":
+        if arr.dtype.kind in "iub":
+            return arr.astype(np.int64)
+        if arr.dtype.kind == "f":
+            ok = np.isfinite(arr) & (arr == np.round(arr))
+            if ok.all():
+                return arr.astype(np.int64)
+            raise UnknownLabelError(f"unknown {what} {_shown(arr[~ok][0])}: the graph's "
+                                    "labels are integers")
+        out = np.empty(len(arr), dtype=np.int64)
+        for k, v in enumerate(arr.tolist()):
+            try:
+                out[k] = int(str(v).strip()) if not isinstance(v, int) else v
+            except (ValueError, OverflowError):
+                raise UnknownLabelError(f"unknown {what} {_shown(v)}: the graph's labels "
+                                        "are integers") from None
+        return out
+    return np.array([str(v) for v in arr.tolist()], dtype=str) if len(arr) else arr.astype(str)
+
+
+def _shown(label) -> str:
+    text = repr(label.item() if isinstance(label, np.generic) else label)
+    return text if len(text) <= 60 else text[:57] + "..."

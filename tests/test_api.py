@@ -157,7 +157,7 @@ def test_api_without_out_on_a_client(cpu_client, data_dir):
     ({"algorithm": "fastest"}, "unknown algorithm"),
     ({"dtype": "int8"}, "unknown dtype"),
     ({"batch_size": 0}, "batch size"),
-    ({"sources": [99]}, "unknown source id 99"),
+    ({"sources": [99]}, "unknown source 99"),
     ({"backend": "tpu"}, "unknown backend"),
 ])
 def test_bad_options(kwargs, match):
@@ -191,5 +191,5 @@ def test_targets_in_process(data_dir):
     assert_distances_equal(got, ref)
     with pytest.raises(MgapspError, match="predecessors need every target"):
         mgapsp.apsp(graph, backend="cpu", targets=[1], predecessors=True)
-    with pytest.raises(MgapspError, match="unknown target id 0"):
+    with pytest.raises(MgapspError, match="unknown target 0"):
         mgapsp.apsp(graph, backend="cpu", targets=[0])

@@ -50,8 +50,8 @@ def test_real_graph_equals_scipy(cpu_client, data_dir, tmp_path, name, count):
     idx = None if sources is None else graph.index_of(sources)
     assert_distances_equal(group["distances"][:], scipy_distances(graph, idx))
     expected_ids = graph.vertex_ids if sources is None else sources
-    np.testing.assert_array_equal(group["source_ids"][:], expected_ids)
-    np.testing.assert_array_equal(group["vertex_ids"][:], graph.vertex_ids)
+    np.testing.assert_array_equal(group["source"][:], expected_ids)
+    np.testing.assert_array_equal(group["vertex"][:], graph.vertex_ids)
     assert group.attrs["progress"]["complete"] is True
 
 
@@ -322,7 +322,7 @@ def test_many_to_all_rows_are_the_requested_sources(cpu_client, data_dir, tmp_pa
                         dtype="float64")
     ref = scipy_distances(graph, sources - 1)
     assert_distances_equal(group["distances"][:], ref)
-    np.testing.assert_array_equal(group["source_ids"][:], sources)
+    np.testing.assert_array_equal(group["source"][:], sources)
 
 
 def test_many_to_many_targets(cpu_client, data_dir, tmp_path):
@@ -336,17 +336,32 @@ def test_many_to_many_targets(cpu_client, data_dir, tmp_path):
     assert group["distances"].shape == (300, 57)
     ref = scipy_distances(graph, graph.index_of(sources))[:, graph.index_of(targets)]
     assert_distances_equal(group["distances"][:], ref)
-    np.testing.assert_array_equal(group["target_ids"][:], targets)
-    np.testing.assert_array_equal(group["source_ids"][:], sources)
-    assert group["vertex_ids"].shape == (graph.n,)
+    np.testing.assert_array_equal(group["target"][:], targets)
+    np.testing.assert_array_equal(group["source"][:], sources)
+    assert group["vertex"].shape == (graph.n,)
     assert verify_store(out, all_rows=True).ok
     with pytest.raises(ResumeMismatchError, match="targets"):
         mgapsp.apsp(graph, out=out, client=cpu_client, sources=sources,
                     targets=targets[:10], dtype="float64", batch_size=64, resume=True)
+    # read by label: xarray's .sel, dask.array and mgapsp.open agree with SciPy
     xr = pytest.importorskip("xarray")
+    import dask.array as dsa
+
     ds = xr.open_zarr(out, consolidated=False)
     assert ds["distances"].dims == ("source", "target")
-    assert ds["target_ids"].shape == (57,)
+    assert ds["target"].shape == (57,)
+    rng = np.random.default_rng(3)
+    for i, j in zip(rng.integers(0, 300, 20), rng.integers(0, 57, 20)):
+        a, b = int(sources[i]), int(targets[j])
+        want = ref[i, j]
+        assert float(ds.distances.sel(source=a, target=b)) == pytest.approx(want)
+        assert mgapsp.open(out).distance(a, b) == pytest.approx(want)
+    blocks = dsa.from_zarr(str(out), component="distances")
+    assert_distances_equal(blocks.compute(), ref)
+    result = mgapsp.open(out)
+    assert_distances_equal(result.distances(sources[::-1], targets[:5]), ref[::-1, :5])
+    with pytest.raises(mgapsp.UnknownLabelError, match="not a target"):
+        result.distance(int(sources[0]), -1)
 
 
 def test_rerun_into_the_same_path_with_other_rows(cpu_client, data_dir, tmp_path):

@@ -13,6 +13,7 @@ from __future__ import annotations
 import gzip
 import io
 import os
+import re
 import warnings
 import zlib
 from dataclasses import dataclass
@@ -254,11 +255,12 @@ def _select(lines: list[str], start: int, stop: int, comments: tuple[str, ...],
     return rows, linenos
 
 
-def _convert_fast(rows: list[str], rec: _Records):
+def _convert_fast(rows: list[str], rec: _Records, labels: bool = False):
     """Convert records with :func:`numpy.loadtxt`; None when it refuses them.
 
     Accepts a subset of what :func:`_convert_slow` accepts, and gives the same
-    arrays where both accept.
+    arrays where both accept.  With ``labels`` the ids may be any text (see
+    :func:`_labels`).
     """
     if not rows:
         return None
@@ -276,19 +278,28 @@ def _convert_fast(rows: list[str], rec: _Records):
     else:
         cols = list(range(shift, rec.ncols))
         usecols = None
-    dtype = np.dtype([(f"f{c}", "i8" if c in (rec.src, rec.dst) else "f8") for c in cols])
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            table = np.loadtxt(io.StringIO("\n".join(rows)), dtype=dtype,
-                               delimiter=rec.delimiter, comments=None,
-                               usecols=usecols, ndmin=1, encoding=None)
-    except (ValueError, TypeError, IndexError):
-        return None
-    if len(table) != len(rows):
+    table = None
+    for ids in ("i8", "O") if labels else ("i8",):
+        dtype = np.dtype([(f"f{c}", ids if c in (rec.src, rec.dst) else "f8") for c in cols])
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                table = np.loadtxt(io.StringIO("\n".join(rows)), dtype=dtype,
+                                   delimiter=rec.delimiter, comments=None,
+                                   usecols=usecols, ndmin=1, encoding=None)
+            break
+        except (ValueError, TypeError, IndexError):
+            continue
+    if table is None or len(table) != len(rows):
         return None
     src = np.ascontiguousarray(table[f"f{rec.src}"])
     dst = np.ascontiguousarray(table[f"f{rec.dst}"])
+    if src.dtype.kind == "O":
+        if any(not str(t).strip() for t in np.r_[src, dst]):
+            return None     # an empty id: the reference pass names its line
+        src, dst = _labels(src), _labels(dst)
+        if src.dtype != dst.dtype:      # integers on one side only: text on both
+            src, dst = src.astype(str), dst.astype(str)
     w = None if rec.weight is None else np.ascontiguousarray(table[f"f{rec.weight}"])
     return src, dst, w
 
@@ -302,21 +313,37 @@ def _parse_id(tok: str) -> int:
     return value
 
 
+_INTEGER = re.compile(r"[+-]?[0-9]+")
+
+
+def _labels(tokens) -> np.ndarray:
+    """Vertex labels from their tokens: int64 where every token is an integer within 64
+    bits (``007`` is 7), else the tokens' text."""
+    text = [str(t).strip() for t in tokens]
+    if all(_INTEGER.fullmatch(t) for t in text):
+        try:
+            return np.array([int(t) for t in text], dtype=np.int64)
+        except OverflowError:
+            pass
+    return np.array(text, dtype=str)
+
+
 def _parse_float(tok: str) -> float:
     if "_" in tok:
         raise ValueError(tok)
     return float(tok)
 
 
-def _convert_slow(rows: list[str], linenos: list[int], rec: _Records, path: str):
+def _convert_slow(rows: list[str], linenos: list[int], rec: _Records, path: str,
+                  labels: bool = False):
     """Convert records one line at a time; the reference for :func:`_convert_fast`.
 
     Raises GraphFormatError at the first line with the wrong fields or with text
-    where a number belongs.
+    where a number belongs (a weight; an id, unless ``labels``).
     """
     n = len(rows)
-    src = np.empty(n, dtype=np.int64)
-    dst = np.empty(n, dtype=np.int64)
+    src = np.empty(n, dtype=object if labels else np.int64)
+    dst = np.empty(n, dtype=object if labels else np.int64)
     w = None if rec.weight is None else np.empty(n, dtype=np.float64)
     for k, (row, lineno) in enumerate(zip(rows, linenos)):
         fields = rec.fields(row)
@@ -329,6 +356,11 @@ def _convert_slow(rows: list[str], linenos: list[int], rec: _Records, path: str)
                 f"expected {rec.expected()}, got {len(fields)} in {_clip(row)!r}",
                 path, lineno)
         for col, out, what in ((rec.src, src, "source"), (rec.dst, dst, "target")):
+            if labels:
+                if not fields[col].strip():
+                    raise GraphFormatError(f"{what} id '' is empty", path, lineno)
+                out[k] = fields[col]
+                continue
             try:
                 out[k] = _parse_id(fields[col])
             except ValueError:
@@ -340,6 +372,10 @@ def _convert_slow(rows: list[str], linenos: list[int], rec: _Records, path: str)
             except ValueError:
                 raise GraphFormatError(
                     f"weight {fields[rec.weight]!r} is not a number", path, lineno) from None
+    if labels:
+        src, dst = _labels(src), _labels(dst)
+        if src.dtype != dst.dtype:
+            src, dst = src.astype(str), dst.astype(str)
     return src, dst, w
 
 
@@ -350,9 +386,10 @@ def _first(mask: np.ndarray) -> int | None:
 
 def _check_values(src, dst, w, rows, linenos, rec: _Records, path: str, *,
                   base: int, n: int | None, n_line: int | None) -> None:
-    """Raise on the first record with a bad id or a weight that is not finite."""
+    """Raise on the first record with a bad id or a weight that is not finite (ids are
+    checked where the header declares ``n``; labels of edge lists are free)."""
     for_col = []
-    for arr, what in ((src, "source"), (dst, "target")):
+    for arr, what in ((src, "source"), (dst, "target")) if n is not None else ():
         bad = arr < base
         if n is not None:
             bad |= arr > n - 1 + base
@@ -391,9 +428,10 @@ def _records_to_graph(rows: list[str], linenos: list[int], rec: _Records,
                       count_line: int | None = None) -> Graph:
     """Convert and check records, compare their count with the header, build."""
     path = opts.path
-    converted = _convert_fast(rows, rec)
+    labels = n is None          # no declared count: ids are labels, renumbered
+    converted = _convert_fast(rows, rec, labels)
     if converted is None:
-        converted = _convert_slow(rows, linenos, rec, path)
+        converted = _convert_slow(rows, linenos, rec, path, labels)
     src, dst, w = converted
     _check_values(src, dst, w, rows, linenos, rec, path, base=base, n=n, n_line=n_line)
     if expected is not None and len(src) != expected:
@@ -403,7 +441,7 @@ def _records_to_graph(rows: list[str], linenos: list[int], rec: _Records,
     if len(src) == 0:
         raise EmptyGraphError(f"no {what} in the file", path)
     return Graph.from_edges(src, dst, w, n=n, directed=opts.directed_or(default_directed),
-                            id_base=base, name=opts.name, source=path)
+                            id_base=base, name=opts.name, source=path, renumber=labels)
 
 
 def _clip(text: str, limit: int = 80) -> str:

@@ -4,10 +4,11 @@ Layout (see the README)::
 
     STORE/
       distances      (sources, n)  float32|float64, NaN = not computed, inf = unreachable
-      predecessors   (sources, n)  int32, -1 = none            [with --predecessors]
-      target_ids     (targets,)    int64, input id of every column
-      source_ids     (sources,)    int64, input id of every row
-      vertex_ids     (n,)          int64, input id of every vertex of the graph
+      predecessors   (sources, n)  int32 vertex index (vertex[p] is its label), -1 = none
+      source         (sources,)    int64 or str: the label of every row      (coordinates:
+      target         (targets,)    int64 or str: the label of every column    xarray's
+      vertex         (n,)          int64 or str: the label of every vertex    .sel uses them)
+      source_index, target_index   internal vertex index of every row, every column
       batch_done     (batches,)    uint8, 1 once a batch is written (a chunk per batch)
       graph/indptr, graph/indices, graph/weights   the canonical CSR (workers load it)
       graph/potentials                             Johnson potentials, when used
@@ -37,7 +38,10 @@ from ..plan import JobPlan
 
 __all__ = ["Store", "FORMAT_VERSION", "package_versions"]
 
-FORMAT_VERSION = 1
+#: 2: vertex labels (integers or text) as the coordinates ``vertex``, ``source`` and
+#: ``target``; 1 kept integer ids as ``vertex_ids``, ``source_ids``, ``target_ids``
+FORMAT_VERSION = 2
+_READABLE = (1, 2)
 _COMPRESSOR = BloscCodec(cname="zstd", clevel=3, shuffle="bitshuffle")
 #: codecs of the distance and predecessor arrays (``--compression``).  lz4 is the
 #: default: on p2p-Gnutella31 rows it compressed 25x at about 3x the speed of zstd
@@ -91,9 +95,9 @@ class Store:
         if "format_version" not in group.attrs or "fingerprint" not in group.attrs:
             raise StoreError(f"{path}: a Zarr group, but not an mgapsp store")
         version = group.attrs["format_version"]
-        if version != FORMAT_VERSION:
+        if version not in _READABLE:
             raise StoreError(f"{path}: store format {version}, this mgapsp reads "
-                             f"{FORMAT_VERSION}")
+                             f"{', '.join(map(str, _READABLE))}")
         return cls(path, group)
 
     @classmethod
@@ -133,10 +137,12 @@ class Store:
                                dtype="int32", fill_value=-1, compressors=codecs,
                                dimension_names=("source", "target"))
         targets = np.arange(graph.n) if plan.targets is None else plan.targets
-        _write_array(group, "vertex_ids", graph.vertex_ids, ("vertex",))
-        _write_array(group, "source_ids", graph.vertex_ids[plan.sources], ("source",))
+        # labels as the coordinates of their dimensions: xarray's .sel(source=a,
+        # target=b) then reads the distance from a to b
+        _write_array(group, "vertex", graph.labels, ("vertex",))
+        _write_array(group, "source", graph.labels[plan.sources], ("source",))
         _write_array(group, "source_index", plan.sources.astype(np.int64), ("source",))
-        _write_array(group, "target_ids", graph.vertex_ids[targets], ("target",))
+        _write_array(group, "target", graph.labels[targets], ("target",))
         _write_array(group, "target_index", targets.astype(np.int64), ("target",))
         # a chunk per batch: the worker that wrote a batch marks it (a new file, so no
         # two processes share one), and the client's records leave it alone
@@ -189,7 +195,14 @@ class Store:
         info = self.group.attrs["graph"]
         return Graph(g["indptr"][:], g["indices"][:], g["weights"][:],
                      directed=info["directed"], weighted=info["weighted"],
-                     vertex_ids=self.group["vertex_ids"][:], name=info["name"])
+                     vertex_ids=self.labels("vertex"), name=info["name"])
+
+    def labels(self, which: str) -> np.ndarray:
+        """The labels of every ``"vertex"``, ``"source"`` (row) or ``"target"``
+        (column): int64 or str.  Stores of format 1 kept them as ``<which>_ids``."""
+        name = which if which in self.group else f"{which}_ids"
+        data = self.group[name][:]
+        return data.astype(str) if data.dtype.kind in "TUSO" else data
 
     def potentials(self) -> np.ndarray | None:
         """Johnson's potentials: stored exactly when the graph has a negative weight."""
@@ -219,6 +232,11 @@ class Store:
     # -- resume ---------------------------------------------------------------
     def check_resume(self, graph: Graph, plan: JobPlan) -> None:
         """Refuse to continue when the graph or any option that shapes the result differs."""
+        version = self.group.attrs["format_version"]
+        if version != FORMAT_VERSION:
+            raise ResumeMismatchError(
+                f"{self.path} was made by an older mgapsp (store format {version}); it "
+                "can be read but not continued: use --overwrite to compute it again")
         if graph.fingerprint != self.fingerprint:
             raise ResumeMismatchError(
                 f"{self.path} was computed from another graph (fingerprint "
@@ -305,6 +323,8 @@ class Store:
 
 def _write_array(group, name, data, dims):
     data = np.ascontiguousarray(data)
+    if data.dtype.kind == "U":
+        data = data.astype(object)      # Zarr's variable-length strings
     arr = group.create_array(name, shape=data.shape, dtype=data.dtype,
                              chunks=(max(min(len(data), 2**20), 1),), compressors=_COMPRESSOR,
                              dimension_names=dims)

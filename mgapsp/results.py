@@ -1,0 +1,151 @@
+"""A computed store, read by vertex label: :func:`open` and :class:`Result`.
+
+``mgapsp.apsp(..., out=path)`` returns one, and ``mgapsp.open(path)`` opens one made
+before (or being made: rows not computed yet are refused, never returned as NaN).
+"""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+
+from .errors import MgapspError, UnknownLabelError
+from .graph import _lookup_array
+from .store import Store
+
+__all__ = ["open", "Result"]
+
+
+def open(path) -> "Result":  # noqa: A001 - mgapsp.open, as zarr.open and xarray's
+    """The store at ``path`` as a :class:`Result`."""
+    return Result(path)
+
+
+class Result:
+    """Distances (and predecessors) of a store, addressed by vertex labels.
+
+    ``result[name]`` is the store's Zarr array ``name`` (``"distances"``, ...), and
+    :attr:`group` its Zarr group, for code that reads the store directly.
+    """
+
+    def __init__(self, path):
+        self.location = os.fspath(path)
+        self.store = Store.open(self.location)
+        self.group = self.store.group
+        self._rows: dict | None = None
+        self._cols: dict | None = None
+
+    def __repr__(self) -> str:
+        info = self.info
+        return (f"<mgapsp.Result {self.location!r}: {info['sources']} x {info['targets']} "
+                f"{info['dtype']}, {info['rows_done']} rows done>")
+
+    def __getitem__(self, name: str):
+        return self.group[name]
+
+    def __contains__(self, name: str) -> bool:
+        return name in self.group
+
+    @property
+    def attrs(self):
+        """The store's attributes (``format_version``, ``graph``, ``job``, ``progress``)."""
+        return self.group.attrs
+
+    @property
+    def info(self) -> dict:
+        """The graph, the job's options and its progress (from the batch flags)."""
+        attrs = self.store.attrs
+        job, plan = attrs["job"], self.store.plan()
+        done = self.store.done_mask()
+        rows_done = sum(min(plan.batch_size, plan.n_sources - b * plan.batch_size)
+                        for b in np.flatnonzero(done))
+        return {"location": self.location, "graph": attrs["graph"], "algorithm": job["algorithm"],
+                "dtype": job["dtype"], "sources": job["n_sources"],
+                "targets": job["n_targets"], "predecessors": job["predecessors"],
+                "batches": plan.n_batches, "batches_done": int(done.sum()),
+                "rows_done": int(rows_done), "complete": bool(done.all()),
+                "created": attrs.get("created")}
+
+    # -- by label ---------------------------------------------------------------
+    def _index(self, which: str) -> dict:
+        labels = self.store.labels(which)
+        lookup: dict = {}
+        for k, label in enumerate(labels.tolist()):
+            lookup.setdefault(label, k)         # a repeated source: its first row
+        return lookup
+
+    def _positions(self, which: str, labels) -> np.ndarray:
+        if which == "source":
+            self._rows = self._rows if self._rows is not None else self._index("source")
+            lookup = self._rows
+        else:
+            self._cols = self._cols if self._cols is not None else self._index("target")
+            lookup = self._cols
+        kind = self.store.labels(which)[:0].dtype
+        wanted = _lookup_array(labels, kind, which)
+        out = np.empty(len(wanted), dtype=np.int64)
+        for k, label in enumerate(wanted.tolist()):
+            if label not in lookup:
+                raise UnknownLabelError(f"{label!r} is not a {which} of {self.location}")
+            out[k] = lookup[label]
+        return out
+
+    def _check_computed(self, rows: np.ndarray) -> None:
+        batch = self.store.job["batch_size"]
+        done = self.store.done_mask()
+        missing = rows[~done[rows // batch]] if len(rows) else rows
+        if len(missing):
+            label = self.store.labels("source")[missing[0]]
+            raise MgapspError(f"{self.location}: the row of source {label!r} is not computed "
+                              "yet; continue the job with --resume")
+
+    def distances(self, sources=None, targets=None) -> np.ndarray:
+        """The distances from ``sources`` to ``targets`` (labels; None: all of the
+        store's), a NumPy array of shape (len(sources), len(targets)), ``inf`` where
+        unreachable."""
+        rows = (np.arange(self.store.job["n_sources"]) if sources is None
+                else self._positions("source", sources))
+        self._check_computed(rows)
+        arr = self.group["distances"]
+        if targets is None:
+            return arr.get_orthogonal_selection((rows, slice(None)))
+        cols = self._positions("target", targets)
+        return arr.get_orthogonal_selection((rows, cols))
+
+    def distance(self, u, v) -> float:
+        """The distance from ``u`` to ``v`` (labels); ``inf`` where unreachable."""
+        return float(self.distances([u], [v])[0, 0])
+
+    def path(self, u, v) -> list | None:
+        """A shortest path from ``u`` to ``v`` as a list of labels (``[u]`` for
+        ``u == v``); None where ``v`` is unreachable.  Needs a store computed with
+        predecessors."""
+        if "predecessors" not in self.group:
+            raise MgapspError(f"{self.location} has no predecessors; compute it with "
+                              "predecessors=True (--predecessors)")
+        row = int(self._positions("source", [u])[0])
+        self._check_computed(np.array([row]))
+        t = int(self._positions("target", [v])[0])      # every target: column = vertex
+        if not np.isfinite(self.group["distances"][row, t]):
+            return None
+        pred = self.group["predecessors"][row, :]
+        src = int(self.group["source_index"][row])
+        hops = [t]
+        while hops[-1] != src:
+            hops.append(int(pred[hops[-1]]))
+            if hops[-1] < 0 or len(hops) > len(pred):
+                raise MgapspError(f"{self.location}: the predecessors of source {u!r} do not "
+                                  "lead back to it; the store is damaged")
+        labels = self.store.labels("vertex")
+        return [labels[x].item() for x in reversed(hops)]
+
+    def to_xarray(self):
+        """The store as an ``xarray.Dataset`` (lazy, through Dask): ``distances`` with
+        the label coordinates ``source`` and ``target``, so ``.sel(source=a,
+        target=b)`` is the distance from ``a`` to ``b``."""
+        try:
+            import xarray
+        except ImportError:
+            raise MgapspError("to_xarray needs xarray: pip install xarray") from None
+        return xarray.open_zarr(self.location, consolidated=False)
