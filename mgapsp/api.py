@@ -10,6 +10,7 @@ import numpy as np
 
 from .backends import get_backend
 from .devices import gpu_count
+from .errors import InsufficientMemoryError
 from .graph import Graph
 from .jobs.cluster import connect
 from .jobs.driver import run_job
@@ -29,11 +30,12 @@ def resolve_backend(backend: str) -> str:
 
 
 def apsp(graph, *, out=None, algorithm: str = "auto", backend: str = "auto",
-         dtype: str = "float32", sources=None, targets=None,
+         dtype: str = "auto", sources=None, targets=None,
          batch_size: int | None = None,
          predecessors: bool = False, client=None, resume: bool = False,
          overwrite: bool = False, directed: bool | None = None,
-         unweighted: bool = False, compression: str = "lz4", shards: bool = True):
+         unweighted: bool = False, weight="weight", compression: str = "lz4",
+         shards: bool = True):
     """All-pairs (or many-to-all) shortest-path distances.
 
     Parameters
@@ -48,7 +50,9 @@ def apsp(graph, *, out=None, algorithm: str = "auto", backend: str = "auto",
     algorithm : {"auto", "bellman-ford", "dijkstra", "johnson", "floyd-warshall"}
     backend : {"auto", "gpu", "cpu"}
         ``auto`` uses the GPU when CUDA devices are visible.
-    dtype : {"float32", "float64"}
+    dtype : {"auto", "float32", "float64"}
+        ``auto`` keeps every answer exact: float32 where the weights are integers and
+        every path sum stays within 2**24, else float64.
     sources : array of vertex ids, optional
         Rows to compute, as ids in the input (``None``: every vertex).
     targets : array of vertex ids, optional
@@ -61,6 +65,9 @@ def apsp(graph, *, out=None, algorithm: str = "auto", backend: str = "auto",
     client : distributed.Client, optional
     resume, overwrite : bool
         What to do with an existing store at ``out``.
+    weight : str or callable
+        For a NetworkX graph: the edge attribute holding the weight (1 where missing)
+        or ``weight(u, v, data)``, as in NetworkX (see :func:`mgapsp.as_graph`).
     compression : {"lz4", "zstd", "none"}
         Codec of a new store's distance (and predecessor) chunks: Blosc with
         bit-shuffle and lz4 (fast) or zstd (smaller), or none.
@@ -81,7 +88,7 @@ def apsp(graph, *, out=None, algorithm: str = "auto", backend: str = "auto",
     MgapspError
         Bad input, an impossible option, or a store that would be overwritten.
     """
-    g = as_graph(graph, directed=directed, unweighted=unweighted)
+    g = as_graph(graph, directed=directed, unweighted=unweighted, weight=weight)
     options = dict(algorithm=algorithm, dtype=dtype, sources=sources, targets=targets,
                    batch_size=batch_size, predecessors=predecessors)
     if out is None and client is None:
@@ -115,9 +122,24 @@ def _in_process(graph: Graph, *, backend, algorithm, dtype, sources, targets, ba
     plan = plan_job(graph, algorithm=algorithm, backend=backend, dtype=dtype,
                     sources=sources, batch_size=batch_size, predecessors=predecessors,
                     n_workers=1, memory=impl.memory_available(), targets=targets)
-    potentials = impl.potentials(graph) if graph.has_negative_weights else None
-    dist = np.empty((plan.n_sources, plan.n_targets(graph.n)), dtype=plan.dtype)
+    shape = (plan.n_sources, plan.n_targets(graph.n))
+    needed = shape[0] * shape[1] * (np.dtype(plan.dtype).itemsize + (4 if predecessors
+                                                                      else 0))
+    free = host_memory_available()
+    if needed > free:
+        raise InsufficientMemoryError(
+            f"a result of {shape[0]:,} x {shape[1]:,} {plan.dtype} in this process",
+            needed, free, "pass out= to stream the rows into a Zarr store instead")
+    dist = np.empty(shape, dtype=plan.dtype)
     pred = np.empty((plan.n_sources, graph.n), dtype=np.int32) if predecessors else None
+    if graph.m == 0:            # no edges: each vertex reaches itself only
+        dist.fill(np.inf)
+        cols = np.arange(graph.n) if plan.targets is None else plan.targets
+        dist[plan.sources[:, None] == cols[None, :]] = 0
+        if predecessors:
+            pred.fill(-1)
+        return (dist, pred) if predecessors else dist
+    potentials = impl.potentials(graph) if graph.has_negative_weights else None
     for b in range(plan.n_batches):
         start, stop = plan.rows(b)
         res = impl.distances(graph, plan.sources[start:stop], algorithm=plan.algorithm,
@@ -128,3 +150,15 @@ def _in_process(graph: Graph, *, backend, algorithm, dtype, sources, targets, ba
         if predecessors:
             pred[start:stop] = res.predecessors
     return (dist, pred) if predecessors else dist
+
+
+def host_memory_available() -> int:
+    """Bytes of host memory available to this process now (Linux: MemAvailable)."""
+    try:
+        with open("/proc/meminfo") as fh:
+            for line in fh:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_AVPHYS_PAGES")

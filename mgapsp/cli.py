@@ -62,8 +62,10 @@ def main(ctx, verbose, quiet):
 @click.option("--algorithm", type=click.Choice(_ALGORITHMS), default="auto", show_default=True)
 @click.option("--backend", type=click.Choice(["auto", "gpu", "cpu"]), default="auto",
               show_default=True, help="auto = gpu when CUDA devices are visible.")
-@click.option("--dtype", type=click.Choice(["float32", "float64"]), default="float32",
-              show_default=True)
+@click.option("--dtype", type=click.Choice(["auto", "float32", "float64"]), default="auto",
+              show_default=True,
+              help="auto: float32 where every distance is exact in it (integer weights, "
+                   "sums within 2**24), else float64.")
 @click.option("--batch-size", type=click.IntRange(min=1), default=None,
               help="Sources per batch (default: from the graph and device memory).")
 @click.option("--sources", "sources_file", type=click.Path(dir_okay=False), default=None,
@@ -149,6 +151,8 @@ def run(graph, out, fmt, directed, unweighted, weight_column, algorithm, backend
                    f"in {p.n_batches:,} batches of {p.batch_size}"
                    + (f", {report.resumed_batches} already done" if report.resumed_batches
                       else ""))
+        if p.dtype_reason:
+            click.echo(f"  dtype {p.dtype}: {p.dtype_reason}")
         bar.start(p.n_sources)
 
     with connect(scheduler=scheduler, scheduler_file=scheduler_file, backend=backend,
@@ -252,6 +256,8 @@ def info(store):
     click.echo(f"job: {j['algorithm']} on {j['backend']}, {j['dtype']}, {j['n_sources']:,} "
                f"sources x {j['n_targets']:,} targets, batches of {j['batch_size']}"
                + (", predecessors" if j["predecessors"] else ""))
+    if j.get("dtype_reason"):
+        click.echo(f"dtype {j['dtype']}: {j['dtype_reason']}")
     dist = s.group["distances"]
     click.echo(f"layout: chunks of {dist.chunks[0]:,} x {dist.chunks[1]:,}, "
                f"{j.get('compression', 'zstd')}, "

@@ -261,8 +261,8 @@ class Graph:
             )
         if n > MAX_VERTICES:
             raise GraphFormatError(f"{n} vertices exceed the limit of {MAX_VERTICES}", where)
-        if len(src) == 0 or n == 0:
-            raise EmptyGraphError("the graph has no edges", where)
+        if n == 0:
+            raise EmptyGraphError("the graph has no vertices", where)
         if not directed:
             src, dst = np.concatenate([src, dst]), np.concatenate([dst, src])
             w = np.concatenate([w, w])

@@ -20,7 +20,9 @@ from .graph import Graph
 __all__ = ["JobPlan", "plan_job", "choose_algorithm", "choose_batch_size", "column_chunk",
            "fw_by_slabs", "slab_bounds", "owner_of_rows", "DTYPES"]
 
-DTYPES = ("float32", "float64")
+DTYPES = ("auto", "float32", "float64")
+#: float32 holds every integer up to this exactly (its 24-bit significand)
+FLOAT32_EXACT = 2**24
 
 #: Floyd-Warshall beats n single-source runs when at least this fraction of the n*n
 #: possible edges exists (and every row is wanted).
@@ -50,6 +52,8 @@ class JobPlan:
     targets: np.ndarray | None = None  # internal indices of the columns; None = all
     #: backend "hybrid": the algorithm of the CPU workers (``algorithm`` is the GPUs')
     cpu_algorithm: str | None = None
+    #: why ``dtype`` (chosen for exact answers, or asked for)
+    dtype_reason: str = ""
 
     def n_targets(self, n: int) -> int:
         return n if self.targets is None else len(self.targets)
@@ -164,9 +168,8 @@ def plan_job(graph: Graph, *, algorithm: str, backend: str, dtype: str, sources,
              batch_size: int | None, predecessors: bool, n_workers: int,
              memory: int, targets=None) -> JobPlan:
     """Resolve every choice of a job; raises before anything is written."""
-    if str(dtype) not in DTYPES:
-        raise MgapspError(f"unknown dtype {dtype!r}; choose float32 or float64")
-    dtype = str(dtype)
+    dtype, dtype_reason = choose_dtype(graph, dtype, predecessors=predecessors,
+                                       gpu=backend in ("gpu", "hybrid"))
     sources = (np.arange(graph.n, dtype=np.int64) if sources is None
                else graph.index_of(sources, what="source"))
     if len(sources) == 0:
@@ -224,7 +227,44 @@ def plan_job(graph: Graph, *, algorithm: str, backend: str, dtype: str, sources,
                    batch_size=batch_size, sources=sources, predecessors=predecessors,
                    col_chunk=column_chunk(graph.n if targets is None else len(targets),
                                           batch_size),
-                   targets=targets, cpu_algorithm=cpu_algorithm)
+                   targets=targets, cpu_algorithm=cpu_algorithm, dtype_reason=dtype_reason)
+
+
+def choose_dtype(graph: Graph, dtype: str, *, predecessors: bool = False,
+                 gpu: bool = False) -> tuple[str, str]:
+    """The distances' dtype and why: ``auto`` picks float32 only where every answer is
+    exact in it (integer weights whose longest possible path stays within 2**24),
+    else float64; a dtype asked for is kept, and said to round where it may."""
+    dtype = str(np.dtype(dtype)) if dtype not in DTYPES and _is_dtype(dtype) else str(dtype)
+    if dtype not in DTYPES:
+        raise MgapspError(f"unknown dtype {dtype!r}; choose auto, float32 or float64")
+    w = np.abs(graph.weights)
+    integral = bool(np.all(graph.weights == np.round(graph.weights)))
+    bound = float(min(max(graph.n - 1, 0) * (w.max() if graph.m else 0.0), w.sum()))
+    exact32 = integral and bound <= FLOAT32_EXACT
+    if dtype == "float64":
+        return dtype, "asked for"
+    if dtype == "float32":
+        return dtype, ("asked for; exact: integer weights, every path sum within 2**24"
+                       if exact32 else "asked for; distances may be rounded to float32")
+    if exact32:
+        return "float32", "integer weights, every path sum within 2**24: exact in float32"
+    why = ("weights that are not integers" if not integral else
+           f"path sums that may reach {bound:.3g}, beyond float32's exact 2**24")
+    if predecessors and gpu:
+        raise UnsupportedError(
+            f"predecessors on the GPU need float32, which would round this graph's "
+            f"distances ({why}); pass dtype float32 to accept rounding, or use the cpu "
+            "backend")
+    return "float64", f"{why}: float64 keeps every distance exact"
+
+
+def _is_dtype(value) -> bool:
+    try:
+        np.dtype(value)
+    except TypeError:
+        return False
+    return True
 
 
 def fw_by_slabs(algorithm: str, backend: str, predecessors: bool, sources: np.ndarray,

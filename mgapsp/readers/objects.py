@@ -14,14 +14,22 @@ from ..graph import Graph
 __all__ = ["as_graph"]
 
 
-def as_graph(obj, *, directed: bool | None = None, unweighted: bool = False) -> Graph:
+def as_graph(obj, *, directed: bool | None = None, unweighted: bool = False,
+             weight="weight") -> Graph:
     """Turn any supported input into a :class:`Graph`.
 
     Accepts a :class:`Graph`, a path (read with :func:`mgapsp.read_graph`), a SciPy
     sparse matrix or array (explicit zeros are zero-weight edges, as in
-    ``scipy.sparse.csgraph``), a dense NumPy array (``inf`` = no edge), a NetworkX
-    graph (edge attribute ``weight``, default 1), or a tuple ``(src, dst[, weight])``.
+    ``scipy.sparse.csgraph``), a dense NumPy array or masked array (as in
+    ``scipy.sparse.csgraph``: 0, ``inf`` and NaN off the diagonal, and masked entries,
+    are no edge), a NetworkX graph, or a tuple ``(src, dst[, weight])`` of labels.
     ``directed`` defaults to True except for NetworkX graphs, which say themselves.
+
+    NetworkX graphs keep their node labels, in the order of ``G.nodes`` (the rows and
+    columns of a result, as in NetworkX's ``floyd_warshall_numpy``).  ``weight`` is the edge attribute holding
+    the weight (1 where an edge lacks it), or a function ``weight(u, v, data)``
+    returning an edge's weight, or None to hide the edge, as in NetworkX's shortest
+    path functions; parallel edges of a multigraph keep the lightest.
     """
     if isinstance(obj, Graph):
         if unweighted and obj.weighted:
@@ -39,13 +47,13 @@ def as_graph(obj, *, directed: bool | None = None, unweighted: bool = False) -> 
             raise GraphFormatError(
                 f"edge tuple must be (src, dst) or (src, dst, weight), got {len(obj)} items"
             )
-        weight = None if (len(obj) == 2 or unweighted) else obj[2]
-        return Graph.from_edges(obj[0], obj[1], weight,
+        weights = None if (len(obj) == 2 or unweighted) else obj[2]
+        return Graph.from_edges(obj[0], obj[1], weights, renumber=True,
                                 directed=True if directed is None else directed)
     if _is_networkx(obj):
-        return _from_networkx(obj, directed, unweighted)
+        return _from_networkx(obj, directed, unweighted, weight)
     if isinstance(obj, np.ndarray) or hasattr(obj, "__array__"):
-        return _from_dense(np.asarray(obj), directed, unweighted)
+        return _from_dense(obj, directed, unweighted)
     raise GraphFormatError(f"cannot make a graph from an object of type {type(obj).__name__}")
 
 
@@ -58,16 +66,19 @@ def _from_scipy(mat, directed, unweighted) -> Graph:
                             directed=True if directed is None else directed)
 
 
-def _from_dense(arr, directed, unweighted) -> Graph:
+def _from_dense(obj, directed, unweighted) -> Graph:
+    """A dense adjacency matrix read as ``scipy.sparse.csgraph`` reads one: 0, inf and
+    NaN off the diagonal, and masked entries, are no edge (a zero-weight edge needs a
+    sparse matrix); a finite entry on the diagonal is a self-loop."""
+    masked = np.ma.getmaskarray(obj) if np.ma.isMaskedArray(obj) else None
+    arr = np.asarray(np.ma.getdata(obj) if masked is not None else obj)
     if arr.ndim != 2 or arr.shape[0] != arr.shape[1]:
         raise GraphFormatError(f"adjacency matrix must be square, got shape {arr.shape}")
     arr = arr.astype(np.float64, copy=False)
-    nan = np.isnan(arr) | (arr == -np.inf)
-    if nan.any():
-        i, j = (int(x[0]) for x in np.nonzero(nan))
-        raise GraphFormatError(f"adjacency matrix entry [{i}, {j}] is {arr[i, j]!r}; "
-                               "use inf for 'no edge'")
-    row, col = np.nonzero(np.isfinite(arr))
+    edge = np.isfinite(arr) & (arr != 0)
+    if masked is not None:
+        edge &= ~masked
+    row, col = np.nonzero(edge)
     weight = None if unweighted else arr[row, col]
     return Graph.from_edges(row, col, weight, n=arr.shape[0],
                             directed=True if directed is None else directed)
@@ -77,22 +88,31 @@ def _is_networkx(obj) -> bool:
     return type(obj).__module__.startswith("networkx.")
 
 
-def _from_networkx(g, directed, unweighted) -> Graph:
+def _from_networkx(g, directed, unweighted, weight) -> Graph:
     nodes = list(g.nodes)
-    if all(isinstance(v, (int, np.integer)) and v >= 0 for v in nodes):
-        index = {v: int(v) for v in nodes}
-        n = max(index.values(), default=-1) + 1
-        vertex_ids = np.arange(n, dtype=np.int64)
+    labels = [v.item() if isinstance(v, np.generic) else v for v in nodes]
+    if all(isinstance(v, int) and not isinstance(v, bool) and -2**63 <= v < 2**63
+           for v in labels):
+        vertex_ids = np.array(labels, dtype=np.int64)
     else:
-        index = {v: i for i, v in enumerate(nodes)}
-        n = len(nodes)
-        vertex_ids = np.arange(n, dtype=np.int64)
+        # labels must be one kind to look up; text keeps non-integer nodes apart
+        vertex_ids = np.array([str(v) for v in labels], dtype=str)
+        if len(set(vertex_ids.tolist())) != len(labels):
+            raise GraphFormatError("the graph's node labels are not distinct as text "
+                                   "(for example 1 and '1'); relabel them first")
+    index = {v: i for i, v in enumerate(nodes)}
+    get = weight if callable(weight) else (lambda u, v, data: data.get(weight, 1))
     src, dst, w = [], [], []
     for u, v, data in g.edges(data=True):
+        x = 1 if unweighted else get(u, v, data)
+        if x is None:           # NetworkX's way to hide an edge
+            continue
         src.append(index[u])
         dst.append(index[v])
-        w.append(data.get("weight", 1.0))
+        w.append(x)
     if directed is None:
         directed = g.is_directed()
-    return Graph.from_edges(src, dst, None if unweighted else w, n=n,
-                            directed=directed, vertex_ids=vertex_ids)
+    # rows and columns in the order of G.nodes, as NetworkX's own matrices
+    return Graph.from_edges(np.asarray(src, dtype=np.int64), np.asarray(dst, dtype=np.int64),
+                            None if unweighted else np.asarray(w, dtype=float),
+                            n=len(nodes), directed=directed, vertex_ids=vertex_ids)

@@ -162,7 +162,8 @@ class Store:
                       "directed": graph.directed, "weighted": graph.weighted,
                       "min_weight": graph.min_weight},
             "job": {"algorithm": plan.algorithm, "backend": plan.backend,
-                    "dtype": plan.dtype, "batch_size": plan.batch_size,
+                    "dtype": plan.dtype, "dtype_reason": plan.dtype_reason,
+                    "batch_size": plan.batch_size,
                     "n_batches": plan.n_batches, "n_sources": plan.n_sources,
                     "predecessors": plan.predecessors, "col_chunk": plan.col_chunk,
                     "n_targets": int(n), "all_targets": plan.targets is None,
@@ -202,7 +203,7 @@ class Store:
         (column): int64 or str.  Stores of format 1 kept them as ``<which>_ids``."""
         name = which if which in self.group else f"{which}_ids"
         data = self.group[name][:]
-        return data.astype(str) if data.dtype.kind in "TUSO" else data
+        return np.array(data.tolist(), dtype=str) if data.dtype.kind in "TUSO" else data
 
     def potentials(self) -> np.ndarray | None:
         """Johnson's potentials: stored exactly when the graph has a negative weight."""
@@ -323,9 +324,9 @@ class Store:
 
 def _write_array(group, name, data, dims):
     data = np.ascontiguousarray(data)
-    if data.dtype.kind == "U":
-        data = data.astype(object)      # Zarr's variable-length strings
-    arr = group.create_array(name, shape=data.shape, dtype=data.dtype,
+    # text labels: Zarr's variable-length strings
+    arr = group.create_array(name, shape=data.shape,
+                             dtype=str if data.dtype.kind == "U" else data.dtype,
                              chunks=(max(min(len(data), 2**20), 1),), compressors=_COMPRESSOR,
                              dimension_names=dims)
     if len(data):
