@@ -198,3 +198,30 @@ def test_targets_in_process(data_dir):
         mgapsp.apsp(graph, backend="cpu", targets=[1], predecessors=True)
     with pytest.raises(MgapspError, match="unknown target 0"):
         mgapsp.apsp(graph, backend="cpu", targets=[0])
+
+
+@pytest.mark.slow
+def test_a_script_without_the_main_guard_is_told_what_to_add(tmp_path, data_dir):
+    """The embedded cluster's worker processes import the user's script again; without
+    the guard the script fails with one error saying what to add, not a page of
+    tracebacks from every worker; with it the job runs."""
+    import subprocess
+    import sys
+
+    body = (f"g = mgapsp.read_graph({str(data_dir / 'karate.mtx')!r})\n"
+            f"r = mgapsp.apsp(g, out={str(tmp_path / 'k.zarr')!r}, overwrite=True)\n"
+            "print('distance', r.distance(1, 34))\n")
+    bare = tmp_path / "bare.py"
+    bare.write_text("import mgapsp\n" + body)
+    proc = subprocess.run([sys.executable, str(bare)], capture_output=True, text=True,
+                          timeout=300)
+    assert proc.returncode != 0
+    last = proc.stderr.strip().splitlines()[-1]
+    assert last.startswith("mgapsp.errors.MgapspError: ") and "__main__" in last, last
+    assert len(proc.stderr.splitlines()) < 40, proc.stderr
+    guarded = tmp_path / "guarded.py"
+    guarded.write_text("import mgapsp\nif __name__ == '__main__':\n"
+                       + "".join(f"    {line}\n" for line in body.splitlines()))
+    proc = subprocess.run([sys.executable, str(guarded)], capture_output=True, text=True,
+                          timeout=300)
+    assert proc.returncode == 0 and "distance 2" in proc.stdout, proc.stderr

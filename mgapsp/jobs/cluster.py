@@ -91,7 +91,11 @@ def connect(*, scheduler: str | None = None, scheduler_file: str | None = None,
     # Task errors reach the client as exceptions; the workers need not log them too.
     level = logging.CRITICAL if quiet else logging.WARNING
     options["silence_logs"] = level
-    with _quiet_logs(level), warnings.catch_warnings():
+    if _importing_main_in_a_worker():
+        # a script without the __main__ guard, imported again by a worker process
+        # being started: leave quietly, and the script's own process says what to add
+        os._exit(3)
+    with _quiet_logs(level), warnings.catch_warnings(), _explain_unguarded_script():
         # "Port 8787 is already in use": another port is taken, and the link we
         # print says which.
         warnings.filterwarnings("ignore", message="Port .* is already in use")
@@ -113,6 +117,33 @@ def connect(*, scheduler: str | None = None, scheduler_file: str | None = None,
             _add_cpu_workers(cluster, cpu_workers, options)
             client.wait_for_workers(len(cluster.worker_spec), timeout=120)
         yield client
+
+
+def _importing_main_in_a_worker() -> bool:
+    """True in a process that multiprocessing is starting and that runs the parent's
+    script again as ``__mp_main__`` (what a script without the guard does)."""
+    import multiprocessing
+
+    # multiprocessing's own test for this (it raises, in every worker, a page long)
+    return bool(getattr(multiprocessing.current_process(), "_inheriting", False))
+
+
+@contextlib.contextmanager
+def _explain_unguarded_script():
+    """Worker processes that fail to start because a script lacks the guard become one
+    line saying what to add."""
+    import sys
+
+    try:
+        yield
+    except Exception as exc:
+        script = getattr(sys.modules.get("__main__"), "__file__", None)
+        if script and "failed to start" in str(exc):
+            raise MgapspError(
+                f"the embedded cluster's worker processes did not start: each one imports "
+                f"{os.path.basename(script)}, so put the code that calls mgapsp under "
+                "`if __name__ == \"__main__\":`") from None
+        raise
 
 
 def _add_cpu_workers(cluster, count: int, options: dict) -> None:
