@@ -1,6 +1,7 @@
 """mgapsp: all-pairs shortest paths on GPUs and CPUs, scheduled by Dask, stored in Zarr."""
 
 from .api import apsp
+from .csgraph import bellman_ford, dijkstra, floyd_warshall, johnson, shortest_path
 from .errors import (
     EmptyGraphError,
     GraphFormatError,
@@ -20,6 +21,11 @@ __version__ = "0.1.0"
 
 __all__ = [
     "apsp",
+    "shortest_path",
+    "dijkstra",
+    "bellman_ford",
+    "johnson",
+    "floyd_warshall",
     "open",
     "Result",
     "read_graph",
