@@ -200,12 +200,10 @@ class Graph:
         """
         where = source
         if renumber:
-            labels = _label_array(np.concatenate([np.asarray(src, dtype=object).ravel()
-                                                  if np.asarray(src).dtype.kind not in "iuU"
-                                                  else np.asarray(src).ravel(),
-                                                  np.asarray(dst, dtype=object).ravel()
-                                                  if np.asarray(dst).dtype.kind not in "iuU"
-                                                  else np.asarray(dst).ravel()]))
+            ends = [np.asarray(src).ravel(), np.asarray(dst).ravel()]
+            if ends[0].dtype.kind != ends[1].dtype.kind:    # integers and text: as objects
+                ends = [e.astype(object) for e in ends]
+            labels = _label_array(np.concatenate(ends))
             vertex_ids, inverse = np.unique(labels, return_inverse=True)
             if len(vertex_ids) > MAX_VERTICES:
                 raise GraphFormatError(f"{len(vertex_ids)} vertices exceed the limit of "
