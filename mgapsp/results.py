@@ -33,8 +33,7 @@ class Result:
         self.location = os.fspath(path)
         self.store = Store.open(self.location)
         self.group = self.store.group
-        self._rows: dict | None = None
-        self._cols: dict | None = None
+        self._lookups: dict[str, tuple[dict, np.dtype]] = {}
 
     def __repr__(self) -> str:
         info = self.info
@@ -68,21 +67,19 @@ class Result:
                 "created": attrs.get("created")}
 
     # -- by label ---------------------------------------------------------------
-    def _index(self, which: str) -> dict:
-        labels = self.store.labels(which)
-        lookup: dict = {}
-        for k, label in enumerate(labels.tolist()):
-            lookup.setdefault(label, k)         # a repeated source: its first row
-        return lookup
+    def _lookup(self, which: str) -> tuple[dict, np.dtype]:
+        """Label -> position of the rows or columns (a repeated source: its first row),
+        and the labels' dtype; read from the store once."""
+        if which not in self._lookups:
+            labels = self.store.labels(which)
+            lookup: dict = {}
+            for k, label in enumerate(labels.tolist()):
+                lookup.setdefault(label, k)
+            self._lookups[which] = (lookup, labels.dtype)
+        return self._lookups[which]
 
     def _positions(self, which: str, labels) -> np.ndarray:
-        if which == "source":
-            self._rows = self._rows if self._rows is not None else self._index("source")
-            lookup = self._rows
-        else:
-            self._cols = self._cols if self._cols is not None else self._index("target")
-            lookup = self._cols
-        kind = self.store.labels(which)[:0].dtype
+        lookup, kind = self._lookup(which)
         wanted = _lookup_array(labels, kind, which)
         out = np.empty(len(wanted), dtype=np.int64)
         for k, label in enumerate(wanted.tolist()):
