@@ -10,10 +10,11 @@ import numpy as np
 
 from .backends import get_backend
 from .devices import gpu_count
-from .errors import InsufficientMemoryError
+from .errors import InsufficientMemoryError, MgapspError, quote
 from .graph import Graph
 from .jobs.cluster import connect
 from .jobs.driver import run_job
+from .memory import available_memory
 from .plan import plan_job
 from .readers import as_graph
 from .results import Result
@@ -53,10 +54,15 @@ def apsp(graph, *, out=None, algorithm: str = "auto", backend: str = "auto",
     dtype : {"auto", "float32", "float64"}
         ``auto`` keeps every answer exact: float32 where the weights are integers and
         every path sum stays within 2**24, else float64.
-    sources : array of vertex ids, optional
-        Rows to compute, as ids in the input (``None``: every vertex).
-    targets : array of vertex ids, optional
-        Columns to keep (``None``: every vertex); many-to-many distances.
+    sources : label or 1-D sequence of labels, optional
+        Rows to compute, as the vertices' labels in the input (``None``: every vertex).
+        Integer labels may be given as integers, as text (``"7"``) or as integral
+        floats (``2.0`` is 2); a fractional or non-finite float (``1.5``, NaN) is an
+        unknown label, never rounded.  Booleans, nested (2-D) sequences, sets and
+        other objects that are no label raise :class:`MgapspError`.
+    targets : label or 1-D sequence of labels, optional
+        Columns to keep (``None``: every vertex), read as ``sources``; many-to-many
+        distances.
     batch_size : int, optional
         Sources per batch; chosen from the graph and the device memory when omitted.
     predecessors : bool
@@ -85,9 +91,13 @@ def apsp(graph, *, out=None, algorithm: str = "auto", backend: str = "auto",
     ------
     NegativeCycleError
         The graph has a negative cycle; nothing is written.
+    UnknownLabelError
+        A source or target that no vertex has (a fractional id among them).
     MgapspError
         Bad input, an impossible option, or a store that would be overwritten.
     """
+    sources = _checked_labels(sources, "sources")
+    targets = _checked_labels(targets, "targets")
     g = as_graph(graph, directed=directed, unweighted=unweighted, weight=weight)
     options = dict(algorithm=algorithm, dtype=dtype, sources=sources, targets=targets,
                    batch_size=batch_size, predecessors=predecessors)
@@ -114,6 +124,39 @@ def apsp(graph, *, out=None, algorithm: str = "auto", backend: str = "auto",
             run_job(g, out, own, backend=backend, resume=resume, overwrite=overwrite,
                     compression=compression, shards=shards, **options)
     return Result(out)
+
+
+def _checked_labels(values, what: str):
+    """``sources`` or ``targets`` as given, once their shape and kind are checked: one
+    label, or a flat sequence of labels (integers, strings, floats, which the graph's
+    lookup reads); whether each is a vertex is the graph's to say."""
+    if values is None:
+        return None
+    if isinstance(values, (set, frozenset, dict)):
+        raise MgapspError(f"{what} must be one label or a sequence of labels in order, "
+                          f"got a {type(values).__name__}")
+    try:
+        arr = np.asarray(values)
+    except (TypeError, ValueError):
+        raise MgapspError(f"{what} must be one label or a flat sequence of labels, got "
+                          f"nested sequences of uneven lengths") from None
+    if arr.ndim > 1:
+        raise MgapspError(f"{what} must be one label or a flat (1-D) sequence of labels, "
+                          f"got an array of shape {arr.shape}")
+    if arr.dtype.kind == "b":
+        raise MgapspError(f"{what} are booleans ({quote(arr.ravel()[0])}), not vertex "
+                          f"labels; for a mask pass numpy.flatnonzero(mask)")
+    if arr.dtype.kind == "c":
+        raise MgapspError(f"{what} must be integers or strings, got dtype {arr.dtype}")
+    items = (values if isinstance(values, (list, tuple)) else
+             arr.ravel().tolist() if arr.dtype.kind == "O" else ())
+    for v in items:                     # [1, True] would be [1, 1] as an array
+        if isinstance(v, (bool, np.bool_)):
+            raise MgapspError(f"{what} hold a boolean ({v}), not a vertex label")
+        if v is None or isinstance(v, (list, tuple, dict, set, frozenset, complex,
+                                       np.ndarray)):
+            raise MgapspError(f"{what} hold {quote(v)}, which is no vertex label")
+    return values
 
 
 def _in_process(graph: Graph, *, backend, algorithm, dtype, sources, targets, batch_size,
@@ -153,12 +196,5 @@ def _in_process(graph: Graph, *, backend, algorithm, dtype, sources, targets, ba
 
 
 def host_memory_available() -> int:
-    """Bytes of host memory available to this process now (Linux: MemAvailable)."""
-    try:
-        with open("/proc/meminfo") as fh:
-            for line in fh:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_AVPHYS_PAGES")
+    """Bytes of host memory this process can still allocate now."""
+    return available_memory()

@@ -23,7 +23,7 @@ from .backends import Backend, get_backend
 from .backends.cpu import find_negative_cycle
 from .devices import gpu_count
 from .errors import (GraphFormatError, InsufficientMemoryError, MgapspError,
-                     NegativeCycleError, UnsupportedError)
+                     NegativeCycleError, UnsupportedError, quote)
 from .graph import Graph
 
 __all__ = ["shortest_path", "dijkstra", "bellman_ford", "johnson", "floyd_warshall"]
@@ -84,6 +84,8 @@ def dijkstra(csgraph: Any, directed: bool = True, indices: Any = None,
     warns and answers (inaccurately); a negative cycle reachable from ``indices``, where
     SciPy's Dijkstra never returns, raises :class:`mgapsp.NegativeCycleError`.
     """
+    if isinstance(limit, (str, bytes)):          # as SciPy: no text for a number
+        raise TypeError(f"must be real number, not {type(limit).__name__}")
     if float(limit) < 0:
         raise MgapspError(f"limit must be >= 0, got {limit}")
     return _solve("D", locals(), kernels=float(limit) == np.inf and not min_only)
@@ -128,11 +130,17 @@ def floyd_warshall(csgraph: Any, directed: bool = True, return_predecessors: boo
 def _checked(csgraph: Any) -> Any:
     """The input as SciPy accepts it (sparse, masked or an ndarray), 2-D and square."""
     if not (sp.issparse(csgraph) or np.ma.isMaskedArray(csgraph)):
-        csgraph = np.asarray(csgraph)
+        try:
+            csgraph = np.asarray(csgraph)
+        except ValueError:             # nested sequences of uneven lengths
+            raise GraphFormatError("graph should be a square array, got nested sequences "
+                                   "of uneven lengths") from None
     if csgraph.ndim != 2:
         raise GraphFormatError(f"graph should have two dimensions, got shape {csgraph.shape}")
     if csgraph.shape[0] != csgraph.shape[1]:
         raise GraphFormatError(f"graph should be a square array, got shape {csgraph.shape}")
+    if csgraph.dtype.kind in "SUV":    # SciPy's comparisons refuse text: a TypeError
+        raise TypeError(f"graph entries must be numbers, got dtype {csgraph.dtype}")
     return csgraph
 
 
@@ -140,7 +148,10 @@ def _sources(indices: Any, n: int) -> tuple[np.ndarray, tuple[int, ...]]:
     """The source rows (int64) and the answer's shape, from ``indices`` as SciPy reads it."""
     if indices is None:
         return np.arange(n, dtype=np.int64), (n, n)
-    idx = np.array(indices, order="C", dtype=np.int32)
+    try:
+        idx = np.array(indices, order="C", dtype=np.int32)
+    except ValueError as exc:          # NaN, text, uneven nesting: SciPy's ValueError
+        raise MgapspError(f"indices must be integers: {quote(str(exc), 100)[1:-1]}") from None
     shape = idx.shape + (n,)
     idx = np.atleast_1d(idx).reshape(-1).astype(np.int64)
     idx[idx < 0] += n

@@ -23,6 +23,7 @@ __all__ = [
     "ResumeMismatchError",
     "UnknownLabelError",
     "UnsupportedError",
+    "quote",
 ]
 
 
@@ -127,6 +128,22 @@ class UnknownLabelError(MgapspError, KeyError):
 
 class UnsupportedError(MgapspError):
     """A combination of options that this backend or algorithm does not provide."""
+
+
+def quote(value, limit: int = 80) -> str:
+    """``repr(value)`` for a message, at most ``limit`` characters: a longer one is cut
+    and ends in ``...``.  NumPy scalars are shown as the Python values they hold, and a
+    long string is cut before it is quoted, so quoting a field of megabytes costs no
+    more than quoting a short one."""
+    limit = max(int(limit), 8)
+    if type(value).__module__ == "numpy" and getattr(value, "shape", None) == ():
+        value = value.item()
+    if isinstance(value, (str, bytes)) and len(value) > limit:
+        value = value[:limit]
+        text = repr(value)
+    else:
+        text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def _fmt_bytes(n: int) -> str:

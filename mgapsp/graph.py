@@ -17,11 +17,29 @@ from functools import cached_property
 import numpy as np
 import scipy.sparse as sp
 
-from .errors import EmptyGraphError, GraphFormatError, UnknownLabelError
+from .errors import (
+    EmptyGraphError,
+    GraphFormatError,
+    UnknownLabelError,
+    _fmt_bytes,
+    quote,
+)
+from .memory import memory_limit
 
-__all__ = ["Graph", "MAX_VERTICES"]
+__all__ = ["Graph", "MAX_VERTICES", "graph_bytes", "check_memory",
+           "check_graph_fits"]
 
 MAX_VERTICES = 2**31 - 1
+
+#: Bytes per vertex of a graph being built: its indptr and labels (int64 each) and
+#: the degree count (int64) its CSR is summed from.
+BYTES_PER_VERTEX = 24
+#: Bytes per edge the CSR keeps: the target (int32) and the weight (float64).
+BYTES_PER_EDGE = 12
+#: Bytes per edge record while it is converted: source, target (int64) and weight.
+BYTES_PER_RECORD = 24
+#: Below this estimate nothing is checked (no need to ask the system).
+_CHECK_ABOVE = 2**28
 
 
 @dataclass(eq=False)
@@ -196,11 +214,17 @@ class Graph:
         distinct labels, numbered in sorted order (so dense 0-based ids keep their
         numbers), as many as there are, whatever the labels' size.  Duplicate edges keep
         the minimum weight; undirected graphs get both directions.  ``source`` names
-        the input in errors.
+        the input in errors.  A graph that would not fit in the memory this process can
+        still allocate (:func:`check_graph_fits`) is refused before its per-vertex
+        arrays exist.
         """
         where = source
         if renumber:
-            ends = [np.asarray(src).ravel(), np.asarray(dst).ravel()]
+            ends = [_label_input(src, "source", where), _label_input(dst, "target", where)]
+            if len(ends[0]) != len(ends[1]):
+                raise GraphFormatError(
+                    f"edge arrays differ in length: {len(ends[0])} sources, "
+                    f"{len(ends[1])} targets", where)
             if ends[0].dtype.kind != ends[1].dtype.kind:    # integers and text: as objects
                 ends = [e.astype(object) for e in ends]
             labels = _label_array(np.concatenate(ends))
@@ -220,7 +244,7 @@ class Graph:
             )
         weighted = weight is not None
         if weighted:
-            w = np.asarray(weight, dtype=np.float64).ravel()
+            w = _weight_array(weight, where)
             if w.shape != src.shape:
                 raise GraphFormatError(
                     f"edge arrays differ in length: {len(src)} edges, {len(w)} weights",
@@ -230,7 +254,7 @@ class Graph:
             if bad.any():
                 k = int(np.flatnonzero(bad)[0])
                 raise GraphFormatError(
-                    f"edge {k} ({int(src[k])} -> {int(dst[k])}) has weight {w[k]!r}; "
+                    f"edge {k} ({int(src[k])} -> {int(dst[k])}) has weight {quote(w[k])}; "
                     "weights must be finite numbers",
                     where,
                 )
@@ -261,6 +285,9 @@ class Graph:
             raise GraphFormatError(f"{n} vertices exceed the limit of {MAX_VERTICES}", where)
         if n == 0:
             raise EmptyGraphError("the graph has no vertices", where)
+        check_graph_fits(f"a graph of {n:,} vertices and {len(src):,} "
+                         f"edge{'' if len(src) == 1 else 's'}", n,
+                         len(src) * (1 if directed else 2), where=where)
         if not directed:
             src, dst = np.concatenate([src, dst]), np.concatenate([dst, src])
             w = np.concatenate([w, w])
@@ -273,13 +300,84 @@ class Graph:
                    vertex_ids=vertex_ids, name=name)
 
 
+def graph_bytes(n: int, edges: int = 0, *, records: int = 0, dense: int = 0) -> int:
+    """A lower bound of the bytes that building a graph takes: ``n`` vertices,
+    ``edges`` edges kept in the CSR (both directions of an undirected edge count),
+    ``records`` edge records converted on the way, and a dense matrix of ``dense``
+    float64 values read first (``n * n`` for a full matrix)."""
+    return (BYTES_PER_VERTEX * (int(n) + 1) + BYTES_PER_EDGE * int(edges)
+            + BYTES_PER_RECORD * int(records) + 8 * int(dense))
+
+
+def check_memory(what: str, needed: int, *, where: str | None = None,
+                 line: int | None = None, subject: str = "the graph") -> None:
+    """Raise :class:`GraphFormatError` ``"<what>: <subject> would need X, this machine
+    has Y available"`` (``where:line:`` first) when ``needed`` bytes exceed
+    :func:`mgapsp.memory.available_memory`.  Small amounts pass without asking the system."""
+    if needed <= _CHECK_ABOVE:
+        return
+    free, who = memory_limit()
+    if needed > free:
+        raise GraphFormatError(f"{what}: {subject} would need {_fmt_bytes(needed)}, "
+                               f"{who} {_fmt_bytes(free)} available", where, line)
+
+
+def check_graph_fits(what: str, n: int, edges: int = 0, *, records: int = 0,
+                     dense: int = 0, where: str | None = None,
+                     line: int | None = None) -> None:
+    """:func:`check_memory` of :func:`graph_bytes`: call it before any array sized by
+    the declared counts exists."""
+    check_memory(what, graph_bytes(n, edges, records=records, dense=dense), where=where,
+                 line=line)
+
+
+def _label_input(values, what: str, where: str | None) -> np.ndarray:
+    """The labels at one end of the edges as a flat array; None, nested sequences and
+    complex numbers are no labels."""
+    try:
+        arr = np.asarray(values)
+    except (TypeError, ValueError):     # ragged nesting
+        raise GraphFormatError(f"the edge {what}s must be a flat sequence of labels",
+                               where) from None
+    if arr.dtype.kind == "c":
+        raise GraphFormatError(f"{what} labels must be integers or strings, got dtype "
+                               f"{arr.dtype}", where)
+    arr = arr.ravel()
+    if arr.dtype.kind == "O":
+        for k, v in enumerate(arr.tolist()):
+            if v is None or isinstance(v, (list, tuple, dict, set, complex)):
+                raise GraphFormatError(f"edge {k} has {what} {quote(v)}; labels must be "
+                                       "integers or strings", where)
+    return arr
+
+
+def _weight_array(weight, where: str | None) -> np.ndarray:
+    """Edge weights as float64; text, objects and complex numbers are refused."""
+    arr = np.asarray(weight)
+    if arr.dtype.kind == "c":
+        raise GraphFormatError(f"weights must be real numbers, got dtype {arr.dtype}", where)
+    try:
+        return np.asarray(arr, dtype=np.float64).ravel()
+    except (TypeError, ValueError):
+        flat = arr.ravel()
+        for k, v in enumerate(flat.tolist()):
+            try:
+                float(v)
+            except (TypeError, ValueError):
+                raise GraphFormatError(f"edge {k} has weight {quote(v)}; weights must be "
+                                       "numbers", where) from None
+        raise GraphFormatError(f"weights must be numbers, got dtype {arr.dtype}",
+                               where) from None
+
+
 def _as_index_array(values, what: str, where: str | None) -> np.ndarray:
     arr = np.asarray(values).ravel()
     if arr.dtype.kind == "f":
         bad = ~np.isfinite(arr) | (arr != np.round(arr))
         if bad.any():
             k = int(np.flatnonzero(bad)[0])
-            raise GraphFormatError(f"edge {k} has {what} id {arr[k]!r}; ids must be integers", where)
+            raise GraphFormatError(f"edge {k} has {what} id {quote(arr[k])}; ids must "
+                                   "be integers", where)
     elif arr.dtype.kind not in "iub" and arr.size:
         raise GraphFormatError(f"{what} ids must be integers, got dtype {arr.dtype}", where)
     return arr.astype(np.int64)
@@ -339,5 +437,4 @@ def _lookup_array(labels, dtype: np.dtype, what: str) -> np.ndarray:
 
 
 def _shown(label) -> str:
-    text = repr(label.item() if isinstance(label, np.generic) else label)
-    return text if len(text) <= 60 else text[:57] + "..."
+    return quote(label)

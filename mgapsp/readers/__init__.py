@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import os
 
-from ..errors import UnsupportedError
+from ..errors import GraphFormatError, UnsupportedError, quote
 from ..graph import Graph
 from .edgelists import _read_csv, _read_dimacs, _read_pace, _read_snap, _read_tsv
 from .matrices import _read_mtx, _read_tsplib
@@ -76,8 +76,11 @@ def read_graph(
     Raises
     ------
     GraphFormatError
-        The file is missing or malformed; the message names the file, the line and
-        the offending value.
+        The file is missing or malformed, or what it declares (vertex and edge counts,
+        a matrix's size) or its text would not fit in the memory this process can
+        still allocate (checked before anything of that size is allocated); the
+        message names the file, the line and the offending value, quoted up to 80
+        characters.
     EmptyGraphError
         The file holds no edges.
     UnsupportedError
@@ -106,12 +109,17 @@ def read_graph(
       triangles, which stand for a symmetric matrix).  Every off-diagonal entry is
       an edge; the diagonal is ignored.
     """
+    if not isinstance(path, (str, bytes, os.PathLike)):
+        raise GraphFormatError(f"the graph file must be a path (str or os.PathLike), got "
+                               f"{type(path).__name__}")
     path = os.fspath(path)
+    if not isinstance(path, str):       # bytes paths: as the file system spells them
+        path = os.fsdecode(path)
     lines = _read_lines(path)
     fmt = _resolve_format(format, path, lines)
     if weight_column is not None and fmt not in ("csv", "tsv", "tntp"):
         raise UnsupportedError(
-            f"weight_column={weight_column!r} applies to csv, tsv and tntp files only, "
+            f"weight_column={quote(weight_column)} applies to csv, tsv and tntp files only, "
             f"not to {fmt} ({os.path.basename(path)})"
         )
     opts = _Options(path=path, directed=directed, unweighted=bool(unweighted),

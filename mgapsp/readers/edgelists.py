@@ -4,9 +4,9 @@ from __future__ import annotations
 
 
 
-from ..errors import EmptyGraphError, GraphFormatError
+from ..errors import EmptyGraphError, GraphFormatError, quote
 from ..graph import MAX_VERTICES, Graph
-from .text import (_Options, _Records, _clip, _header_int, _records_to_graph, _select)
+from .text import (_Options, _Records, _header_int, _joined, _records_to_graph, _select)
 
 
 def _read_snap(lines: list[str], opts: _Options) -> Graph:
@@ -17,7 +17,7 @@ def _read_snap(lines: list[str], opts: _Options) -> Graph:
         if ncols not in (2, 3):
             raise GraphFormatError(
                 f"expected 2 fields (source target) or 3 (source target weight), got "
-                f"{ncols} in {_clip(rows[0])!r}", opts.path, linenos[0])
+                f"{ncols} in {quote(rows[0])}", opts.path, linenos[0])
     weight = 2 if ncols == 3 and not opts.unweighted else None
     rec = _Records(ncols=ncols, src=0, dst=1, weight=weight,
                    names=("source", "target", "weight"))
@@ -52,12 +52,16 @@ def _read_delimited(lines: list[str], opts: _Options, native: str) -> Graph:
 
     wc = opts.weight_column
     if isinstance(wc, str) and wc.strip().isdigit() and (header is None or wc not in header):
-        wc = int(wc)
+        try:
+            wc = int(wc)
+        except ValueError:              # more digits than int() reads
+            raise GraphFormatError(f"weight_column {quote(wc)} is no column index",
+                                   path) from None
     if wc is None:
         weight = 2 if width >= 3 else None
     elif isinstance(wc, bool) or not isinstance(wc, (int, str)):
         raise GraphFormatError(
-            f"weight_column must be a column name or index, got {wc!r}", path)
+            f"weight_column must be a column name or index, got {quote(wc)}", path)
     elif isinstance(wc, int):
         if wc < 0:
             raise GraphFormatError(f"weight_column {wc} is negative", path)
@@ -66,10 +70,16 @@ def _read_delimited(lines: list[str], opts: _Options, native: str) -> Graph:
                 f"weight_column {wc} is the {'source' if wc == 0 else 'target'} column",
                 path)
         weight = wc
+        if rows and not opts.unweighted:    # the first record must hold that column
+            have = len(rows[0].split(delimiter))
+            if wc >= have:
+                raise GraphFormatError(
+                    f"weight_column {wc} is beyond the {have} fields of the first "
+                    f"record {quote(rows[0])}", path, linenos[0])
     else:
         if header is None:
             raise GraphFormatError(
-                f"weight_column {wc!r} is a column name but the file has no header "
+                f"weight_column {quote(wc)} is a column name but the file has no header "
                 "line; pass a 0-based index", path)
         lowered = [h.lower() for h in header]
         if wc in header:
@@ -78,11 +88,11 @@ def _read_delimited(lines: list[str], opts: _Options, native: str) -> Graph:
             weight = lowered.index(wc.lower())
         else:
             raise GraphFormatError(
-                f"no column named {wc!r}; the header names {', '.join(header)}",
+                f"no column named {quote(wc)}; the header names {_joined(header)}",
                 path, first + 1)
         if weight in (0, 1):
             raise GraphFormatError(
-                f"weight_column {wc!r} is the {'source' if weight == 0 else 'target'} "
+                f"weight_column {quote(wc)} is the {'source' if weight == 0 else 'target'} "
                 "column", path, first + 1)
     if opts.unweighted:
         weight = None
@@ -113,10 +123,10 @@ def _p_line(lines: list[str], path: str, kind: str, counts: str) -> tuple[int, i
         fields = s.split()
         if fields[0] != "p":
             raise GraphFormatError(
-                f"expected the {usage} header before any record, got {_clip(s)!r}",
+                f"expected the {usage} header before any record, got {quote(s)}",
                 path, i + 1)
         if len(fields) != 4 or fields[1] != kind:
-            raise GraphFormatError(f"expected {usage}, got {_clip(s)!r}", path, i + 1)
+            raise GraphFormatError(f"expected {usage}, got {quote(s)}", path, i + 1)
         n = _header_int(fields[2], "vertex count", path, i + 1, limit=MAX_VERTICES)
         m = _header_int(fields[3], f"{counts[:-1]} count", path, i + 1)
         return n, m, i + 1

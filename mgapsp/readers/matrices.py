@@ -6,9 +6,9 @@ import re
 
 import numpy as np
 
-from ..errors import EmptyGraphError, GraphFormatError
-from ..graph import MAX_VERTICES, Graph
-from .text import (_Options, _Records, _clip, _extension, _first, _header_int, _parse_float, _records_to_graph, _select)
+from ..errors import EmptyGraphError, GraphFormatError, quote
+from ..graph import MAX_VERTICES, Graph, check_graph_fits
+from .text import (_Options, _Records, _extension, _first, _header_int, _parse_float, _records_to_graph, _select)
 
 
 _MTX_FIELDS = ("real", "integer", "pattern")
@@ -21,27 +21,27 @@ def _read_mtx(lines: list[str], opts: _Options) -> Graph:
     usage = "'%%MatrixMarket matrix coordinate <real|integer|pattern> <general|symmetric>'"
     if not banner.lower().startswith("%%matrixmarket"):
         raise GraphFormatError(
-            f"missing the {usage} banner; got {_clip(banner)!r}", path, 1)
+            f"missing the {usage} banner; got {quote(banner)}", path, 1)
     parts = banner.split()
     if len(parts) != 5:
-        raise GraphFormatError(f"expected the banner {usage}, got {_clip(banner)!r}",
+        raise GraphFormatError(f"expected the banner {usage}, got {quote(banner)}",
                                path, 1)
     obj, layout, field, symmetry = (p.lower() for p in parts[1:])
     if obj != "matrix":
         raise GraphFormatError(
-            f"MatrixMarket object {parts[1]!r} is not supported; expected 'matrix'",
+            f"MatrixMarket object {quote(parts[1])} is not supported; expected 'matrix'",
             path, 1)
     if layout != "coordinate":
         raise GraphFormatError(
-            f"MatrixMarket format {parts[2]!r} is not supported; only sparse "
+            f"MatrixMarket format {quote(parts[2])} is not supported; only sparse "
             "'coordinate' files hold graphs", path, 1)
     if field not in _MTX_FIELDS:
         raise GraphFormatError(
-            f"MatrixMarket field {parts[3]!r} is not supported; expected one of "
+            f"MatrixMarket field {quote(parts[3])} is not supported; expected one of "
             f"{', '.join(_MTX_FIELDS)}", path, 1)
     if symmetry not in _MTX_SYMMETRIES:
         raise GraphFormatError(
-            f"MatrixMarket symmetry {parts[4]!r} is not supported; expected one of "
+            f"MatrixMarket symmetry {quote(parts[4])} is not supported; expected one of "
             f"{', '.join(_MTX_SYMMETRIES)}", path, 1)
     size_line = None
     for i in range(1, len(lines)):
@@ -55,7 +55,7 @@ def _read_mtx(lines: list[str], opts: _Options) -> Graph:
     if len(fields) != 3:
         raise GraphFormatError(
             f"expected the size line 'rows columns entries', got "
-            f"{_clip(lines[size_line - 1].strip())!r}", path, size_line)
+            f"{quote(lines[size_line - 1].strip())}", path, size_line)
     nrows, ncols, nnz = (_header_int(f, what, path, size_line, limit)
                          for f, what, limit in zip(fields, ("row count", "column count",
                                                             "entry count"),
@@ -124,7 +124,7 @@ def _read_tsplib(lines: list[str], opts: _Options) -> Graph:
             key, colon, value = s.partition(":")
             if not colon:
                 raise GraphFormatError(
-                    f"expected a 'KEY: value' line or a section name, got {_clip(s)!r}",
+                    f"expected a 'KEY: value' line or a section name, got {quote(s)}",
                     path, i + 1)
             spec[key.strip().upper()] = (value.strip(), i + 1)
         i += 1
@@ -135,8 +135,9 @@ def _read_tsplib(lines: list[str], opts: _Options) -> Graph:
             raise GraphFormatError(f"the header lacks {key}", path, first_section)
         return spec[key]
 
-    value, lineno = need("DIMENSION")
-    n = _header_int(value, "DIMENSION", path, lineno, limit=2**16)
+    value, dim_line = need("DIMENSION")
+    n = _header_int(value, "DIMENSION", path, dim_line, limit=2**16)
+    lineno = dim_line
     if n < 1:
         raise GraphFormatError(f"DIMENSION {n} must be at least 1", path, lineno)
     if "TYPE" in spec and spec["TYPE"][0].split():
@@ -144,21 +145,28 @@ def _read_tsplib(lines: list[str], opts: _Options) -> Graph:
         kind = type_.split()[0].upper()
         if kind not in ("TSP", "ATSP"):
             raise GraphFormatError(
-                f"TYPE {type_!r} is not supported; expected TSP or ATSP", path, type_line)
+                f"TYPE {quote(type_)} is not supported; expected TSP or ATSP", path, type_line)
         asymmetric = kind == "ATSP"
     else:
         asymmetric = _extension(path) == ".atsp"
     value, lineno = need("EDGE_WEIGHT_TYPE")
     if value.upper() != "EXPLICIT":
         raise GraphFormatError(
-            f"EDGE_WEIGHT_TYPE {value!r} is not supported; only EXPLICIT weights are "
+            f"EDGE_WEIGHT_TYPE {quote(value)} is not supported; only EXPLICIT weights are "
             "read", path, lineno)
     value, lineno = need("EDGE_WEIGHT_FORMAT")
     fmt = value.upper()
     if fmt not in _TSP_FORMATS:
         raise GraphFormatError(
-            f"EDGE_WEIGHT_FORMAT {value!r} is not supported; expected one of "
+            f"EDGE_WEIGHT_FORMAT {quote(value)} is not supported; expected one of "
             f"{', '.join(_TSP_FORMATS)}", path, lineno)
+
+    # The numbers, their (row, column) and the edges off the diagonal: n*n-sized
+    # arrays, so the declared DIMENSION is checked against memory first.
+    needed = _tsp_numbers_needed(n, fmt)
+    check_graph_fits(f"DIMENSION {n:,} declares {needed:,} weights ({fmt})", n,
+                     n * (n - 1), records=n * (n - 1), dense=needed, where=path,
+                     line=dim_line)
 
     # Walk the sections; keep the numbers of EDGE_WEIGHT_SECTION with their lines.
     tokens: list[str] = []
@@ -189,14 +197,13 @@ def _read_tsplib(lines: list[str], opts: _Options) -> Graph:
         raise GraphFormatError("no EDGE_WEIGHT_SECTION in the file", path)
     if end_line is None:
         end_line = len(lines)
-    needed = _tsp_numbers_needed(n, fmt)
     if len(tokens) < needed:
         raise GraphFormatError(
             f"EDGE_WEIGHT_SECTION (line {section_line}) ends after {len(tokens)} "
             f"numbers, but {fmt} with DIMENSION {n} needs {needed}", path, end_line)
     if len(tokens) > needed:
         raise GraphFormatError(
-            f"extra value {tokens[needed]!r} in EDGE_WEIGHT_SECTION: {fmt} with "
+            f"extra value {quote(tokens[needed])} in EDGE_WEIGHT_SECTION: {fmt} with "
             f"DIMENSION {n} needs {needed} numbers", path, token_lines[needed])
     try:
         values = np.array(tokens, dtype=np.float64) if tokens else np.empty(0)
@@ -208,11 +215,11 @@ def _read_tsplib(lines: list[str], opts: _Options) -> Graph:
                 _parse_float(tok)
             except ValueError:
                 raise GraphFormatError(
-                    f"weight {tok!r} is not a number", path, lineno) from None
+                    f"weight {quote(tok)} is not a number", path, lineno) from None
         raise  # pragma: no cover - numpy and float() disagree
     k = _first(~np.isfinite(values))
     if k is not None:
-        raise GraphFormatError(f"weight {tokens[k]!r} is not a finite number", path,
+        raise GraphFormatError(f"weight {quote(tokens[k])} is not a finite number", path,
                                token_lines[k])
 
     if fmt == "FULL_MATRIX":

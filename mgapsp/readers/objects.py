@@ -8,8 +8,8 @@ import os
 import numpy as np
 import scipy.sparse as sp
 
-from ..errors import GraphFormatError
-from ..graph import Graph
+from ..errors import GraphFormatError, quote
+from ..graph import Graph, check_graph_fits
 
 __all__ = ["as_graph"]
 
@@ -30,6 +30,13 @@ def as_graph(obj, *, directed: bool | None = None, unweighted: bool = False,
     the weight (1 where an edge lacks it), or a function ``weight(u, v, data)``
     returning an edge's weight, or None to hide the edge, as in NetworkX's shortest
     path functions; parallel edges of a multigraph keep the lightest.
+
+    Bad input raises one :class:`~mgapsp.errors.GraphFormatError` (an
+    :class:`~mgapsp.errors.MgapspError`): a shape that is not square, entries or
+    weights that are no real numbers (text, objects, complex), labels that are None or
+    sequences, edge arrays of different lengths, or a size (a sparse matrix's shape,
+    say) whose graph would not fit in the memory this process can still allocate,
+    checked before anything of that size is allocated.
     """
     if isinstance(obj, Graph):
         if unweighted and obj.weighted:
@@ -60,6 +67,13 @@ def as_graph(obj, *, directed: bool | None = None, unweighted: bool = False,
 def _from_scipy(mat, directed, unweighted) -> Graph:
     if mat.ndim != 2 or mat.shape[0] != mat.shape[1]:
         raise GraphFormatError(f"adjacency matrix must be square, got shape {mat.shape}")
+    if mat.dtype.kind not in "biuf":
+        raise GraphFormatError(f"adjacency matrix entries must be real numbers, got dtype "
+                               f"{mat.dtype}")
+    n, entries = int(mat.shape[0]), int(mat.nnz)
+    check_graph_fits(f"the {type(mat).__name__} of shape {n:,} x {n:,} declares {n:,} "
+                     f"vertices", n, entries if directed in (None, True) else 2 * entries,
+                     records=entries)
     coo = sp.coo_array(mat)
     weight = None if unweighted else coo.data
     return Graph.from_edges(coo.row, coo.col, weight, n=mat.shape[0],
@@ -71,10 +85,23 @@ def _from_dense(obj, directed, unweighted) -> Graph:
     NaN off the diagonal, and masked entries, are no edge (a zero-weight edge needs a
     sparse matrix); a finite entry on the diagonal is a self-loop."""
     masked = np.ma.getmaskarray(obj) if np.ma.isMaskedArray(obj) else None
-    arr = np.asarray(np.ma.getdata(obj) if masked is not None else obj)
+    try:
+        arr = np.asarray(np.ma.getdata(obj) if masked is not None else obj)
+    except (TypeError, ValueError) as exc:      # ragged nesting, a failing __array__
+        raise GraphFormatError(f"cannot read {type(obj).__name__} as an adjacency "
+                               f"matrix: {str(exc)[:120]}") from None
     if arr.ndim != 2 or arr.shape[0] != arr.shape[1]:
         raise GraphFormatError(f"adjacency matrix must be square, got shape {arr.shape}")
-    arr = arr.astype(np.float64, copy=False)
+    if arr.dtype.kind == "c":
+        raise GraphFormatError(f"adjacency matrix entries must be real numbers, got dtype "
+                               f"{arr.dtype}")
+    try:
+        arr = arr.astype(np.float64, copy=False)
+    except (TypeError, ValueError):
+        bad = next((v for v in arr.ravel().tolist() if not _is_real(v)), None)
+        shown = "" if bad is None else f"entry {quote(bad)} is not a number; "
+        raise GraphFormatError(f"adjacency matrix {shown}entries must be real numbers "
+                               f"(dtype {arr.dtype})") from None
     edge = np.isfinite(arr) & (arr != 0)
     if masked is not None:
         edge &= ~masked
@@ -82,6 +109,14 @@ def _from_dense(obj, directed, unweighted) -> Graph:
     weight = None if unweighted else arr[row, col]
     return Graph.from_edges(row, col, weight, n=arr.shape[0],
                             directed=True if directed is None else directed)
+
+
+def _is_real(value) -> bool:
+    try:
+        float(value)
+    except (TypeError, ValueError):
+        return False
+    return not isinstance(value, complex)
 
 
 def _is_networkx(obj) -> bool:
@@ -114,5 +149,5 @@ def _from_networkx(g, directed, unweighted, weight) -> Graph:
         directed = g.is_directed()
     # rows and columns in the order of G.nodes, as NetworkX's own matrices
     return Graph.from_edges(np.asarray(src, dtype=np.int64), np.asarray(dst, dtype=np.int64),
-                            None if unweighted else np.asarray(w, dtype=float),
+                            None if unweighted else w,
                             n=len(nodes), directed=directed, vertex_ids=vertex_ids)

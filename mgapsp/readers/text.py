@@ -4,7 +4,7 @@ Edge records are parsed twice over only when something is wrong: a fast pass wit
 :func:`numpy.loadtxt` converts the records, and when it refuses them a plain Python
 pass (the reference) walks the same records again to find and name the bad line.
 
-About 470 lines in one module: the fast and reference passes and the value checks
+About 550 lines in one module: the fast and reference passes and the value checks
 must agree line for line, and are kept side by side for that.
 """
 
@@ -12,16 +12,19 @@ from __future__ import annotations
 
 import gzip
 import io
+import itertools
 import os
 import re
+import stat
 import warnings
 import zlib
 from dataclasses import dataclass
 
 import numpy as np
 
-from ..errors import EmptyGraphError, GraphFormatError
-from ..graph import MAX_VERTICES, Graph
+from ..errors import EmptyGraphError, GraphFormatError, quote
+from ..graph import (BYTES_PER_EDGE, BYTES_PER_RECORD, BYTES_PER_VERTEX, MAX_VERTICES, Graph,
+                     check_graph_fits, check_memory)
 
 
 #: The format names :func:`read_graph` accepts (besides ``"auto"``).
@@ -75,7 +78,7 @@ def detect_format(path: str | os.PathLike) -> str:
     try:
         return _EXTENSIONS[ext]
     except KeyError:
-        shown = repr(ext) if ext else "(none)"
+        shown = quote(ext) if ext else "(none)"
         raise GraphFormatError(
             f"cannot tell the format from the extension {shown}; pass format= one of "
             f"{', '.join(FORMATS)} (known extensions: "
@@ -121,7 +124,7 @@ def _open_error(path: str, exc: OSError) -> GraphFormatError:
     return GraphFormatError(f"cannot read the file: {exc.strerror or exc}", path)
 
 
-def _decode(data: bytes) -> str:
+def _decode(data: bytes | bytearray) -> str:
     text = data.decode("utf-8", errors="replace")
     if text.startswith("\ufeff"):
         text = text[1:]
@@ -130,34 +133,84 @@ def _decode(data: bytes) -> str:
     return text
 
 
+#: Reading a file holds its bytes, their text and its lines (a str object each) at
+#: once: at least this many times its (decompressed) size.
+_READ_FACTOR = 3
+#: Bytes read or decompressed at a time, each step checked against the memory left.
+_READ_STEP = 1 << 24
+
+
+def _check_read(path: str, size: int, what: str) -> None:
+    """Refuse a file whose text the process cannot hold (:data:`_READ_FACTOR`)."""
+    check_memory(f"the file {what} {size:,} bytes", _READ_FACTOR * size, where=path,
+                 subject="reading it")
+
+
+def _read_bytes(fh, path: str) -> bytes | bytearray:
+    """All of ``fh``: a regular file's size is checked first, anything else (a pipe, a
+    device) as it comes."""
+    st = os.fstat(fh.fileno())
+    if stat.S_ISREG(st.st_mode):
+        _check_read(path, st.st_size, "holds")
+        return fh.read()
+    data = bytearray()
+    while chunk := fh.read(_READ_STEP):
+        data += chunk
+        _check_read(path, len(data), "holds more than")
+    return data
+
+
+def _gunzip(data, path: str) -> bytearray:
+    """The gzip members of ``data`` decompressed, refused as soon as their text would
+    not fit (a small file may decompress to any size)."""
+    out = bytearray()
+    with gzip.GzipFile(fileobj=io.BytesIO(data)) as gz:
+        while piece := gz.read(_READ_STEP):
+            out += piece
+            _check_read(path, len(out), "decompresses to more than")
+    return out
+
+
 def _read_lines(path: str) -> list[str]:
-    """The whole file (gunzipped when needed) as a list of lines without newlines."""
+    """The whole file (gunzipped when needed) as a list of lines without newlines.
+    A file whose text would not fit in memory is refused before it is read (or, when
+    compressed or not a regular file, as soon as it outgrows what is left)."""
     try:
         with open(path, "rb") as fh:
-            data = fh.read()
+            data = _read_bytes(fh, path)
     except OSError as exc:
         raise _open_error(path, exc) from None
     if _is_gzip(path, data):
         try:
-            data = gzip.decompress(data)
+            data = _gunzip(data, path)
         except (OSError, EOFError, zlib.error) as exc:
             raise GraphFormatError(f"not readable as gzip: {exc}", path) from None
-    lines = _decode(data).split("\n")
+    text = _decode(data)
+    del data
+    lines = text.split("\n")
+    del text
     if lines and lines[-1] == "":
         lines.pop()
     return lines
 
 
+#: Longest start of a line :func:`_iter_lines` keeps (the rest is skipped, unread).
+_SNIFF_LINE = 1 << 16
+
+
 def _iter_lines(path: str):
-    """Lines of the file, read lazily (for sniffing a header)."""
+    """Lines of the file, read lazily (for sniffing a header); each cut after
+    :data:`_SNIFF_LINE` bytes, so that a line without end costs no memory."""
     try:
         with open(path, "rb") as fh:
             head = fh.read(2)
             fh.seek(0)
             raw = gzip.GzipFile(fileobj=fh) if _is_gzip(path, head) else fh
             try:
-                for line in raw:
+                while line := raw.readline(_SNIFF_LINE):
                     yield _decode(line).rstrip("\n")
+                    while not line.endswith(b"\n") and len(line) == _SNIFF_LINE:
+                        line = raw.readline(_SNIFF_LINE)     # the line's tail: skipped
             except (OSError, EOFError, zlib.error) as exc:
                 raise GraphFormatError(f"not readable as gzip: {exc}", path) from None
     except OSError as exc:
@@ -178,13 +231,13 @@ def _sniff_gr(lines, path: str) -> str:
             if kind == "tw":
                 return "pace"
             raise GraphFormatError(
-                f"cannot tell DIMACS from PACE: the 'p' line says {fields[1]!r}, "
+                f"cannot tell DIMACS from PACE: the 'p' line says {quote(fields[1])}, "
                 "expected 'sp' (DIMACS) or 'tw' (PACE); pass format=",
                 path, lineno,
             )
         raise GraphFormatError(
             f"cannot tell DIMACS from PACE: no 'p sp' or 'p tw' line before the first "
-            f"record {_clip(s)!r}; pass format='dimacs' or format='pace'",
+            f"record {quote(s)}; pass format='dimacs' or format='pace'",
             path, lineno,
         )
     raise GraphFormatError(
@@ -205,7 +258,7 @@ def _resolve_format(format: str, path: str, lines: list[str]) -> str:
         return detect_format(path)
     if fmt not in FORMATS:
         raise GraphFormatError(
-            f"unknown format {format!r}; valid formats: auto, {', '.join(FORMATS)}", path)
+            f"unknown format {quote(format)}; valid formats: auto, {', '.join(FORMATS)}", path)
     return fmt
 
 
@@ -234,7 +287,7 @@ class _Records:
         return [f.strip() for f in row.split(self.delimiter)]
 
     def expected(self) -> str:
-        names = " ".join(self.names[: self.ncols])
+        names = _joined(self.names[: self.ncols]).replace(", ", " ")
         at_least = "at least " if self.extra_ok else ""
         return f"{at_least}{self.ncols} fields ({names})"
 
@@ -349,11 +402,11 @@ def _convert_slow(rows: list[str], linenos: list[int], rec: _Records, path: str,
         fields = rec.fields(row)
         if rec.tag is not None and fields[0] != rec.tag:
             raise GraphFormatError(
-                f"expected a record starting with {rec.tag!r}, got {_clip(row)!r}",
+                f"expected a record starting with {quote(rec.tag)}, got {quote(row)}",
                 path, lineno)
         if len(fields) < rec.ncols or (len(fields) > rec.ncols and not rec.extra_ok):
             raise GraphFormatError(
-                f"expected {rec.expected()}, got {len(fields)} in {_clip(row)!r}",
+                f"expected {rec.expected()}, got {len(fields)} in {quote(row)}",
                 path, lineno)
         for col, out, what in ((rec.src, src, "source"), (rec.dst, dst, "target")):
             if labels:
@@ -365,13 +418,13 @@ def _convert_slow(rows: list[str], linenos: list[int], rec: _Records, path: str,
                 out[k] = _parse_id(fields[col])
             except ValueError:
                 raise GraphFormatError(
-                    f"{what} id {fields[col]!r} is not an integer", path, lineno) from None
+                    f"{what} id {quote(fields[col])} is not an integer", path, lineno) from None
         if w is not None:
             try:
                 w[k] = _parse_float(fields[rec.weight])
             except ValueError:
                 raise GraphFormatError(
-                    f"weight {fields[rec.weight]!r} is not a number", path, lineno) from None
+                    f"weight {quote(fields[rec.weight])} is not a number", path, lineno) from None
     if labels:
         src, dst = _labels(src), _labels(dst)
         if src.dtype != dst.dtype:
@@ -417,7 +470,7 @@ def _check_values(src, dst, w, rows, linenos, rec: _Records, path: str, *,
         k = _first(~np.isfinite(w))
         if k is not None:
             tok = rec.fields(rows[k])[rec.weight]
-            raise GraphFormatError(f"weight {tok!r} is not a finite number", path,
+            raise GraphFormatError(f"weight {quote(tok)} is not a finite number", path,
                                    linenos[k])
 
 
@@ -429,6 +482,9 @@ def _records_to_graph(rows: list[str], linenos: list[int], rec: _Records,
     """Convert and check records, compare their count with the header, build."""
     path = opts.path
     labels = n is None          # no declared count: ids are labels, renumbered
+    if n is not None:
+        _check_declared(path, n, n_line, expected, count_line, what,
+                        opts.directed_or(default_directed))
     converted = _convert_fast(rows, rec, labels)
     if converted is None:
         converted = _convert_slow(rows, linenos, rec, path, labels)
@@ -444,7 +500,32 @@ def _records_to_graph(rows: list[str], linenos: list[int], rec: _Records,
                             id_base=base, name=opts.name, source=path, renumber=labels)
 
 
-def _clip(text: str, limit: int = 80) -> str:
+def _check_declared(path: str, n: int, n_line: int | None, m: int | None,
+                    m_line: int | None, what: str, directed: bool) -> None:
+    """Refuse a header's vertex and record counts (``n`` on ``n_line``, ``m`` on
+    ``m_line``) whose graph would not fit in memory, before anything sized by them
+    exists; the message names the line of the count that weighs most."""
+    m = m or 0
+    edges = m if directed else 2 * m
+    vertex_part = BYTES_PER_VERTEX * n
+    edge_part = BYTES_PER_EDGE * edges + BYTES_PER_RECORD * m
+    singular = {"arcs": "arc", "edges": "edge", "entries": "entry", "links": "link"}
+    records = f"{m:,} {what if m != 1 else singular.get(what, what)}"
+    if m_line is None or m_line == n_line:
+        text, line = f"declares {n:,} vertices and {records}", n_line
+    elif vertex_part >= edge_part:
+        text, line = f"declares {n:,} vertices (and {records} on line {m_line})", n_line
+    else:
+        text, line = f"declares {records} (and {n:,} vertices on line {n_line})", m_line
+    check_graph_fits(text, n, edges, records=m, where=path, line=line)
+
+
+def _joined(names, limit: int = 200) -> str:
+    """Names for a message, joined by commas, at most about ``limit`` characters."""
+    names = [str(x) for x in itertools.islice(names, 51)]
+    text = ", ".join(x if len(x) <= 40 else x[:37] + "..." for x in names[:50])
+    if len(names) > 50:
+        text += ", ..."
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
@@ -454,7 +535,7 @@ def _header_int(tok: str, what: str, path: str, lineno: int | None,
     try:
         value = _parse_id(tok)
     except ValueError:
-        raise GraphFormatError(f"{what} {tok!r} is not an integer", path, lineno) from None
+        raise GraphFormatError(f"{what} {quote(tok)} is not an integer", path, lineno) from None
     if value < 0:
         raise GraphFormatError(f"{what} {value} is negative", path, lineno)
     if limit is not None and value > limit:

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 
 
-from ..errors import GraphFormatError
+from ..errors import GraphFormatError, quote
 from ..graph import MAX_VERTICES, Graph
-from .text import (_Options, _Records, _clip, _header_int, _records_to_graph, _select)
+from .text import (_Options, _Records, _header_int, _joined, _records_to_graph, _select)
 
 
 _TNTP_COLUMNS = ("init_node", "term_node", "capacity", "length", "free_flow_time", "b",
@@ -27,7 +27,7 @@ def _read_tntp(lines: list[str], opts: _Options) -> Graph:
         if not s.startswith("<") or ">" not in s:
             raise GraphFormatError(
                 f"expected a '<KEY> value' metadata line or '<END OF METADATA>', got "
-                f"{_clip(s)!r}", path, i + 1)
+                f"{quote(s)}", path, i + 1)
         key, _, value = s[1:].partition(">")
         meta[key.strip().upper()] = (value.strip(), i + 1)
     if end is None:
@@ -60,20 +60,24 @@ def _read_tntp(lines: list[str], opts: _Options) -> Graph:
     wc = "length" if opts.weight_column is None else opts.weight_column
     if isinstance(wc, bool) or not isinstance(wc, (int, str)):
         raise GraphFormatError(
-            f"weight_column must be a column name or index, got {wc!r}", path)
+            f"weight_column must be a column name or index, got {quote(wc)}", path)
     if isinstance(wc, str) and wc.strip().isdigit():
-        wc = int(wc)
+        try:
+            wc = int(wc)
+        except ValueError:              # more digits than int() reads
+            raise GraphFormatError(f"weight_column {quote(wc)} is no column index",
+                                   path) from None
     if isinstance(wc, int):
         if not 0 <= wc < max(len(names), 1) or wc in (src, dst):
             raise GraphFormatError(
                 f"weight_column {wc} is not a weight column; the columns are "
-                f"{', '.join(f'{i}={c}' for i, c in enumerate(names))}", path, header_line)
+                f"{_joined(f'{i}={c}' for i, c in enumerate(names))}", path, header_line)
         weight = wc
     elif wc.lower() in names and names.index(wc.lower()) not in (src, dst):
         weight = names.index(wc.lower())
     else:
         raise GraphFormatError(
-            f"no weight column named {wc!r}; the columns are {', '.join(names)}",
+            f"no weight column named {quote(wc)}; the columns are {_joined(names)}",
             path, header_line)
     if opts.unweighted:
         weight = None
