@@ -4,13 +4,18 @@
 #     mgapsp run GRAPH -o STORE --scheduler-file FILE
 #
 # Usage: cluster/start-cluster.sh [-f SCHEDULER_FILE] [-n WORKERS] [-H HOST] [-p PORT]
-#                                 [--cpu] [--tls DIR]
+#                                 [-d DASHBOARD] [--cpu] [--tls DIR]
 #   -f FILE   scheduler file to write (default: ./scheduler.json)
 #   -n N      workers: GPUs to use with dask-cuda (default: every visible GPU), or
 #             single-threaded CPU worker processes (default: one per core)
 #   -H HOST   interface to listen on (default: 127.0.0.1; use the node's address
 #             on a real cluster, where the scheduler file lives on a shared disk)
 #   -p PORT   scheduler port (default: 0 = any free port)
+#   -d ADDR   HOST:PORT of the scheduler's dashboard (default: 127.0.0.1:8787, or a
+#             free port if taken; the workers' dashboards: that HOST, free ports).
+#             Loopback even with -H; from your machine, run
+#             ssh -L 8787:127.0.0.1:8787 NODE and open http://localhost:8787.  Another
+#             HOST serves it there to anyone who reaches it (it has no login)
 #   --cpu     plain `dask worker` processes even where GPUs exist
 #   --tls DIR encrypt and authenticate every connection with DIR/ca.pem, cert.pem
 #             and key.pem (made by cluster/make-tls.sh when missing); clients then
@@ -20,15 +25,17 @@
 set -euo pipefail
 
 file=./scheduler.json; nworkers=""; host=127.0.0.1; port=0; force_cpu=0; tls=""
+dashboard=127.0.0.1:8787
 while [ $# -gt 0 ]; do
   case "$1" in
     -f) file=$2; shift 2 ;;
     -n) nworkers=$2; shift 2 ;;
     -H) host=$2; shift 2 ;;
     -p) port=$2; shift 2 ;;
+    -d) dashboard=$2; shift 2 ;;
     --cpu) force_cpu=1; shift ;;
     --tls) tls=$2; shift 2 ;;
-    -h|--help) sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "error: unknown option $1 (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -45,6 +52,9 @@ if [ -n "$tls" ]; then
   export DASK_DISTRIBUTED__COMM__REQUIRE_ENCRYPTION=True
 fi
 proto=$([ -n "$tls" ] && echo tls || echo tcp)
+# the workers' dashboards on the scheduler dashboard's interface, each on a free port
+# (Dask's default for workers is every interface)
+case "$dashboard" in *:*) worker_dashboard="${dashboard%:*}:0" ;; *) worker_dashboard=":0" ;; esac
 
 pids=()
 cleanup() {
@@ -56,7 +66,7 @@ trap cleanup INT TERM EXIT
 
 rm -f "$file"
 dask scheduler --scheduler-file "$file" --host "$host" --port "$port" \
-  --protocol "$proto" "${security[@]}" --dashboard-address "$host:0" &
+  --protocol "$proto" "${security[@]}" --dashboard-address "$dashboard" &
 pids+=($!)
 for _ in $(seq 100); do [ -s "$file" ] && break; sleep 0.2; done
 [ -s "$file" ] || { echo "error: the scheduler did not write $file" >&2; exit 1; }
@@ -68,15 +78,17 @@ if [ "$gpus" -gt 0 ]; then
   # dask-cuda starts one worker per visible GPU, each pinned to its device, with the
   # threads of mgapsp's own clusters (python -m mgapsp.jobs.worker reads mgapsp's config)
   python3 -m mgapsp.jobs.worker --scheduler-file "$file" --host "$host" \
-    "${security[@]}" &
+    --dashboard-address "$worker_dashboard" "${security[@]}" &
   pids+=($!)
   echo "started a scheduler and dask-cuda workers on ${CUDA_VISIBLE_DEVICES:-all $gpus GPUs}"
 else
   nworkers=${nworkers:-$(nproc)}
   dask worker --scheduler-file "$file" --host "$host" --nworkers "$nworkers" \
-    --nthreads 1 --protocol "$proto" "${security[@]}" &
+    --nthreads 1 --protocol "$proto" --dashboard-address "$worker_dashboard" \
+    "${security[@]}" &
   pids+=($!)
   echo "started a scheduler and $nworkers CPU workers"
 fi
 echo "scheduler file: $file"
+echo "dashboard: $dashboard (the scheduler's \"dashboard at\" line says which port it took)"
 wait -n "${pids[@]}"

@@ -37,9 +37,14 @@ KNOBS: dict[str, Knob] = {
     "cluster.dashboard-address": Knob(
         "127.0.0.1:8787", str, "where the embedded cluster serves its dashboard; "
         "loopback only, so that other hosts cannot reach it", user=True),
+    "cluster.tls": Knob(
+        "auto", str, "TLS with credentials made per run for the embedded cluster, so that "
+        "other users of a shared host cannot run code through its scheduler port: auto "
+        "(on when the cryptography package is installed), true or false", user=True),
     "cluster.worker-wait": Knob(
-        120.0, float, "seconds a job waits for the first worker of an attached cluster "
-        "(a batch system may still be starting it)", user=True),
+        120.0, float, "seconds a job waits for a worker: the first of an attached "
+        "cluster (a batch system may still be starting it), or a new one after every "
+        "worker left", user=True),
     "cluster.gpu-worker-threads": Knob(
         4, int, "threads of each GPU worker of the embedded cluster: batches computing "
         "and others compressing and writing meanwhile"),
@@ -64,6 +69,13 @@ KNOBS: dict[str, Knob] = {
     "jobs.in-flight-per-thread": Knob(
         2, int, "batch tasks a job keeps submitted per worker thread, so that a thread "
         "that frees finds one waiting"),
+    "jobs.stall-timeout": Knob(
+        1800.0, float, "seconds without a finished batch (or ten times the slowest batch, "
+        "if longer) after which a job stops with an error rather than wait on a hung "
+        "cluster", user=True),
+    "store.lock-stale": Knob(
+        120.0, float, "seconds after which the lock of a store whose run is on another "
+        "host, and no longer refreshes it, counts as abandoned", user=True),
     "jobs.progress-interval": Knob(
         0.5, float, "most seconds between two progress records in the store (each one "
         "rewrites zarr.json)"),

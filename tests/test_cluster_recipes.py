@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
+import inspect
+import json
 import os
 import shlex
 import signal
+import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -34,6 +39,30 @@ def _worker_line(script: str) -> str:
     return next(line for line in script.splitlines() if "-m mgapsp.jobs.worker" in line)
 
 
+def _network_address() -> str | None:
+    """An address of this host other than loopback, or None where it has none."""
+    with contextlib.suppress(OSError), socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        s.connect(("192.0.2.1", 9))  # no packet is sent: this picks the outgoing interface
+        address = s.getsockname()[0]
+        if not address.startswith("127.") and address != "0.0.0.0":
+            return address
+    return None
+
+
+def _listens(host: str, port: int) -> bool:
+    try:
+        socket.create_connection((host, port), timeout=5).close()
+        return True
+    except OSError:
+        return False
+
+
+def _assert_loopback_only(port: int, network: str | None) -> None:
+    assert _listens("127.0.0.1", port)
+    if network:
+        assert not _listens(network, port), f"port {port} answers on {network}"
+
+
 def test_slurm_job_script_is_one_gpu_node(slurm):
     cluster = slurm.make_cluster(gpus_per_node=4, memory_per_gpu="120GB", cores_per_gpu=8,
                                  queue="gpu", account="proj", walltime="02:00:00",
@@ -50,6 +79,26 @@ def test_slurm_job_script_is_one_gpu_node(slurm):
     line = _worker_line(script)
     # Each GPU worker is limited to one GPU's share of the memory.
     assert "--memory-limit 111.76GiB" in line and "--nthreads 8" in line
+
+
+def test_slurm_dashboards_are_loopback_by_default(slurm):
+    """The scheduler's dashboard listens on 127.0.0.1 unless asked (Dask's ":8787" is
+    every interface), the workers' on their nodes' loopback, and the link printed
+    names where it listens."""
+    default = inspect.signature(slurm.make_cluster).parameters["dashboard_address"].default
+    assert default == slurm.DASHBOARD_ADDRESS == "127.0.0.1:8787"
+    assert "ssh -L" in slurm.__doc__
+    cluster = slurm.make_cluster(gpus_per_node=1, memory_per_gpu="2GB", cores_per_gpu=1,
+                                 dashboard_address="127.0.0.1:0")
+    try:
+        line = _worker_line(cluster.job_script())
+        port = cluster.scheduler_info["services"]["dashboard"]
+        _assert_loopback_only(port, _network_address())
+        assert slurm.dashboard_link(cluster, "127.0.0.1:0") == \
+            f"http://127.0.0.1:{port}/status"
+    finally:
+        cluster.close()
+    assert "--dashboard-address 127.0.0.1:0" in line
 
 
 @pytest.mark.slow
@@ -125,6 +174,51 @@ def test_recipes_start_workers_through_mgapsp():
     assert "mgapsp.jobs.worker" in daskcluster and "--preload" not in daskcluster
 
 
+def test_start_cluster_dashboards_default_to_loopback():
+    script = (REPO / "cluster" / "start-cluster.sh").read_text()
+    assert "\ndashboard=127.0.0.1:8787\n" in script
+    assert '--dashboard-address "$dashboard"' in script
+    # both kinds of workers: Dask's default for a worker's dashboard is every interface
+    assert script.count('--dashboard-address "$worker_dashboard"') == 2
+    assert "$host:0" not in script
+    help_text = subprocess.run(["bash", str(REPO / "cluster" / "start-cluster.sh"), "-h"],
+                               capture_output=True, text=True, check=True).stdout
+    assert "-d ADDR" in help_text and "ssh -L 8787:127.0.0.1:8787" in help_text
+    assert help_text.rstrip().endswith("disk they all see.")  # the whole header
+
+
+@pytest.mark.slow
+def test_start_cluster_dashboards_listen_on_loopback_only(tmp_path):
+    """With -H on the node's network address, the scheduler listens there but its
+    dashboard and the workers' only on 127.0.0.1."""
+    from distributed import Client
+
+    network = _network_address()
+    if network is None:
+        pytest.skip("this host has no address other than loopback")
+    sched = tmp_path / "scheduler.json"
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
+    proc = subprocess.Popen(["bash", str(REPO / "cluster" / "start-cluster.sh"), "-f",
+                             str(sched), "-n", "1", "--cpu", "-H", network],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            start_new_session=True, env=env)
+    try:
+        deadline = time.time() + 60
+        while not sched.exists() and time.time() < deadline and proc.poll() is None:
+            time.sleep(0.2)
+        info = json.loads(sched.read_text())
+        assert info["address"].startswith(f"tcp://{network}:")
+        _assert_loopback_only(info["services"]["dashboard"], network)
+        with Client(scheduler_file=str(sched), timeout=30) as client:
+            client.wait_for_workers(1, timeout=60)
+            (worker,) = client.scheduler_info()["workers"].values()
+        _assert_loopback_only(worker["services"]["dashboard"], network)
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(timeout=30)
+
+
 def test_config_plugin_sets_a_workers_settings():
     """ConfigPlugin (what every job registers) gives the process it runs in the values
     it carries (here: this one, restored after)."""
@@ -169,6 +263,14 @@ def test_kubernetes_manifests():
                   if "persistentVolumeClaim" in v]
         assert claims == [claim]
     assert kinds["PersistentVolumeClaim"]["spec"]["accessModes"] == ["ReadWriteMany"]
+    # The dashboard (no login) is reached only inside the cluster, or by port-forward.
+    service = dc["spec"]["scheduler"]["service"]
+    assert service["type"] == "ClusterIP"
+    assert "http-dashboard" in {p["name"] for p in service["ports"]}
+    for _, doc in docs:
+        assert doc.get("spec", {}).get("type") not in ("LoadBalancer", "NodePort")
+    assert "kubectl port-forward svc/mgapsp-scheduler 8787" in \
+        (REPO / "cluster" / "kubernetes" / "daskcluster.yaml").read_text()
 
 
 @pytest.mark.slow
@@ -194,7 +296,9 @@ def test_embedded_cluster_workers_get_the_clients_settings(data_dir, tmp_path):
         assert list(client.run(setting).values()) == [3]
 
         async def late():
-            async with Nanny(client.scheduler.address, nthreads=1):
+            # the embedded cluster's credentials (TLS by default: mgapsp.cluster.tls)
+            async with Nanny(client.scheduler.address, nthreads=1,
+                             security=client.security):
                 await client.wait_for_workers(2, timeout=60)
                 return await client.run(setting)
 

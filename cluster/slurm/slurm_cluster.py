@@ -11,13 +11,27 @@ scheduler runs here, in the driver (run this on a login node or in a small job).
 
 The store must be on a file system every node mounts.  With ``--tls DIR`` every
 connection is encrypted with DIR/ca.pem, cert.pem and key.pem (see
-``cluster/make-tls.sh``).  Needs ``pip install dask-jobqueue``.
+``cluster/make-tls.sh``); without it, anyone who reaches the scheduler's port can
+send it work.  Needs ``pip install dask-jobqueue``.
+
+The dashboards listen on loopback only (the scheduler's on 127.0.0.1:8787 of the
+host running this script, or a free port if taken; the workers' on 127.0.0.1 of
+their nodes), since they have no login.  To see the scheduler's from your machine:
+
+    ssh -L 8787:127.0.0.1:8787 LOGIN_NODE      # then open http://localhost:8787
+
+``--dashboard-address HOST:PORT`` serves it elsewhere (``:8787``: every interface).
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
+
+# Dashboards have no login: loopback unless asked otherwise (Dask's ":8787" is every
+# interface of the host).
+DASHBOARD_ADDRESS = "127.0.0.1:8787"
+WORKER_DASHBOARD_ADDRESS = "127.0.0.1:0"
 
 
 def parse_memory(text: str) -> int:
@@ -30,8 +44,13 @@ def make_cluster(*, gpus_per_node: int, memory_per_gpu: str, cores_per_gpu: int,
                  queue: str | None = None, account: str | None = None,
                  walltime: str = "01:00:00", interface: str | None = None,
                  tls_dir: str | None = None, python: str | None = None,
-                 log_directory: str | None = None, dashboard_address: str = ":8787"):
-    """A ``SLURMCluster`` whose jobs are whole GPU nodes running ``mgapsp.jobs.worker``."""
+                 log_directory: str | None = None,
+                 dashboard_address: str = DASHBOARD_ADDRESS):
+    """A ``SLURMCluster`` whose jobs are whole GPU nodes running ``mgapsp.jobs.worker``.
+
+    ``dashboard_address``: the scheduler's dashboard, loopback by default (reach it
+    through an SSH tunnel); the workers' dashboards listen on their nodes' loopback.
+    """
     from dask.utils import format_bytes
     from dask_jobqueue import SLURMCluster
 
@@ -53,10 +72,22 @@ def make_cluster(*, gpus_per_node: int, memory_per_gpu: str, cores_per_gpu: int,
         job_cpu=cores_per_gpu * gpus_per_node,
         job_mem=f"{per_gpu * gpus_per_node // 2**20}M",
         job_extra_directives=[f"--gres=gpu:{gpus_per_node}"],
-        worker_command="mgapsp.jobs.worker", queue=queue, account=account,
+        worker_command="mgapsp.jobs.worker",
+        worker_extra_args=["--dashboard-address", WORKER_DASHBOARD_ADDRESS],
+        queue=queue, account=account,
         walltime=walltime, interface=interface, python=python,
         log_directory=log_directory,
         scheduler_options={"dashboard_address": dashboard_address}, **kwargs)
+
+
+def dashboard_link(cluster, dashboard_address: str = DASHBOARD_ADDRESS) -> str:
+    """The scheduler dashboard's link.  Dask's ``dashboard_link`` names the scheduler's
+    network address, where a loopback dashboard does not listen."""
+    port = cluster.scheduler_info.get("services", {}).get("dashboard")
+    host = dashboard_address.rpartition(":")[0] if ":" in dashboard_address else ""
+    if port is None or host in ("", "0.0.0.0", "[::]"):
+        return cluster.dashboard_link
+    return f"http://{host}:{port}/status"
 
 
 def main(argv=None) -> int:
@@ -70,6 +101,10 @@ def main(argv=None) -> int:
     parser.add_argument("--walltime", default="01:00:00")
     parser.add_argument("--interface", help="network interface of the nodes, e.g. ib0")
     parser.add_argument("--tls", help="directory with ca.pem, cert.pem, key.pem")
+    parser.add_argument("--dashboard-address", default=DASHBOARD_ADDRESS,
+                        help="where the scheduler's dashboard listens (default: "
+                             "%(default)s, this host only; from your machine: ssh -L "
+                             "8787:127.0.0.1:8787 THIS_HOST, then http://localhost:8787)")
     parser.add_argument("--print-job-script", action="store_true")
     sub = parser.add_subparsers(dest="command")
     run = sub.add_parser("run", help="run a job on the SLURM cluster")
@@ -83,7 +118,8 @@ def main(argv=None) -> int:
                            memory_per_gpu=args.memory_per_gpu,
                            cores_per_gpu=args.cores_per_gpu, queue=args.queue,
                            account=args.account, walltime=args.walltime,
-                           interface=args.interface, tls_dir=args.tls)
+                           interface=args.interface, tls_dir=args.tls,
+                           dashboard_address=args.dashboard_address)
     if args.print_job_script or args.command != "run":
         print(cluster.job_script())
         cluster.close()
@@ -98,7 +134,10 @@ def main(argv=None) -> int:
     with cluster, Client(cluster) as client:
         cluster.scale(jobs=args.nodes)
         client.wait_for_workers(args.nodes * args.gpus_per_node, timeout=3600)
-        print(f"dashboard: {client.dashboard_link}")
+        link = dashboard_link(cluster, args.dashboard_address)
+        print(f"dashboard: {link}"
+              + (" (this host only: ssh -L PORT:127.0.0.1:PORT to it)"
+                 if "127.0.0.1" in link else ""))
         report = run_job(graph, args.out, client, algorithm=args.algorithm,
                          backend="gpu", resume=args.resume, overwrite=not args.resume)
     print(f"{report.rows_run:,} rows in {report.seconds:.1f} s "

@@ -2,7 +2,11 @@
 
 The embedded default is a ``LocalCUDACluster`` with one worker per visible GPU when the
 GPU backend runs, otherwise a ``LocalCluster`` of single-threaded worker processes,
-one per core (SciPy's kernels hold the GIL).  Dashboards bind to 127.0.0.1.
+one per core (SciPy's kernels hold the GIL).  Dashboards bind to 127.0.0.1.  Its
+scheduler and workers listen on 127.0.0.1 too, which any user of a shared host can
+reach: by default (``mgapsp.cluster.tls``) every connection uses TLS with a key and
+certificate made for that one run and held in memory, so only this process and the
+workers it starts can talk to the scheduler.
 """
 
 from __future__ import annotations
@@ -18,7 +22,12 @@ from distributed.diagnostics.plugin import WorkerPlugin
 from .. import config
 from ..errors import MgapspError
 
-__all__ = ["connect", "tls_security", "parse_gpus", "ConfigPlugin"]
+__all__ = ["connect", "embedded_security", "tls_security", "parse_gpus", "ConfigPlugin"]
+
+log = logging.getLogger(__name__)
+
+_TLS_MODES = {"auto": "auto", "true": "true", "1": "true", "yes": "true", "on": "true",
+              "false": "false", "0": "false", "no": "false", "off": "false"}
 
 
 class ConfigPlugin(WorkerPlugin):
@@ -74,7 +83,9 @@ def connect(*, scheduler: str | None = None, scheduler_file: str | None = None,
     and Zarr writes overlap other batches' kernels, and advertises the resource
     ``GPU=1``.  ``cpu_workers`` adds that many single-threaded CPU workers (no GPU
     visible) beside the GPU ones: each takes batches at its own pace with the CPU
-    backend.
+    backend.  The embedded cluster uses TLS with credentials made for this run unless
+    ``mgapsp.cluster.tls`` is false (:func:`embedded_security`); its client gets them
+    from the cluster.
     """
     from distributed import Client
 
@@ -95,6 +106,7 @@ def connect(*, scheduler: str | None = None, scheduler_file: str | None = None,
         # a script without the __main__ guard, imported again by a worker process
         # being started: leave quietly, and the script's own process says what to add
         os._exit(3)
+    options["security"] = embedded_security()
     with _quiet_logs(level), warnings.catch_warnings(), _explain_unguarded_script():
         # "Port 8787 is already in use": another port is taken, and the link we
         # print says which.
@@ -112,11 +124,40 @@ def connect(*, scheduler: str | None = None, scheduler_file: str | None = None,
 
             cluster = LocalCluster(n_workers=n_workers or os.cpu_count() or 1,
                                    threads_per_worker=1, processes=True, **options)
+    # Client(cluster) takes the cluster's credentials (cluster.security).
     with cluster, Client(cluster) as client:
         if cpu_workers:
             _add_cpu_workers(cluster, cpu_workers, options)
             client.wait_for_workers(len(cluster.worker_spec), timeout=120)
         yield client
+
+
+def embedded_security():
+    """The ``distributed.Security`` of an embedded cluster: a key and a self-signed
+    certificate made now, in memory, that the scheduler, the workers and the client all
+    present and all require (mutual TLS); None for plain TCP.
+
+    ``mgapsp.cluster.tls``: ``auto`` (TLS when the ``cryptography`` package is
+    installed, else plain TCP and a warning), ``true`` (TLS or an error), ``false``.
+    """
+    value = config.get("cluster.tls")
+    mode = _TLS_MODES.get(str(value).strip().lower())
+    if mode is None:
+        raise MgapspError(f"mgapsp.cluster.tls must be auto, true or false, got {value!r}")
+    if mode == "false":
+        return None
+    from distributed import Security
+
+    try:
+        return Security.temporary()
+    except ImportError:  # distributed needs cryptography to make the certificate
+        if mode == "true":
+            raise MgapspError("mgapsp.cluster.tls is true but the cryptography package is "
+                              "missing: pip install cryptography") from None
+    log.warning("the embedded Dask cluster runs without TLS, so other users of this host "
+                "can send it work: pip install cryptography to protect it (or set "
+                "mgapsp.cluster.tls to false)")
+    return None
 
 
 def _importing_main_in_a_worker() -> bool:
@@ -149,9 +190,12 @@ def _explain_unguarded_script():
 def _add_cpu_workers(cluster, count: int, options: dict) -> None:
     from distributed import Nanny
 
+    # the scheduler's scheme (tls or tcp) and credentials, as the cluster's own workers
+    protocol = cluster.scheduler_address.split("://", 1)[0]
     for i in range(count):
         cluster.worker_spec[f"cpu-{i}"] = {"cls": Nanny, "options": {
             "nthreads": 1, "host": options["host"], "silence_logs": options["silence_logs"],
+            "protocol": protocol, "security": cluster.security,
             "env": {"CUDA_VISIBLE_DEVICES": ""}}}
     cluster.sync(cluster._correct_state)
 
