@@ -17,6 +17,17 @@ import numpy as np
 from .errors import GraphFormatError, MgapspError, UnknownLabelError
 
 _ALGORITHMS = ["auto", "bellman-ford", "dijkstra", "johnson", "floyd-warshall"]
+#: damaged batches listed one per line, at most
+_MAX_DAMAGED = 20
+
+
+#: the longest error line printed: a message quoting a huge field is cut
+_MAX_LINE = 500
+
+
+def _one_line(text: str) -> str:
+    text = " ".join(str(text).split())
+    return text if len(text) <= _MAX_LINE else text[:_MAX_LINE] + "..."
 
 
 class _Group(click.Group):
@@ -24,11 +35,19 @@ class _Group(click.Group):
         try:
             return super().invoke(ctx)
         except (MgapspError, OSError) as exc:
-            click.echo(f"error: {exc}", err=True)
+            click.echo(f"error: {_one_line(exc)}", err=True)
             sys.exit(1)
         except KeyboardInterrupt:
             click.echo("error: interrupted; continue the job with --resume", err=True)
             sys.exit(130)
+        except (click.exceptions.Exit, click.ClickException, click.Abort):
+            raise
+        except Exception as exc:    # what no check above foresaw: still one line
+            if (ctx.obj or {}).get("verbose", 0) >= 2:
+                raise
+            click.echo(f"error: {type(exc).__name__}: {_one_line(exc)} (-vv shows where)",
+                       err=True)
+            sys.exit(1)
 
 
 @click.group(cls=_Group)
@@ -39,7 +58,11 @@ class _Group(click.Group):
 @click.pass_context
 def main(ctx, verbose, quiet):
     """All-pairs shortest paths on GPUs and CPUs, scheduled by Dask, stored in Zarr."""
-    ctx.obj = {"quiet": quiet}
+    ctx.obj = {"quiet": quiet, "verbose": verbose}
+    if not verbose:
+        # a lost worker or scheduler ends the job with one line of ours; Dask's client
+        # would log its reconnection attempts and tracebacks besides
+        logging.getLogger("distributed.client").setLevel(logging.CRITICAL)
     if verbose:
         handler = logging.StreamHandler()
         handler.setFormatter(logging.Formatter("%(asctime)s %(name)s: %(message)s",
@@ -47,6 +70,34 @@ def main(ctx, verbose, quiet):
         log = logging.getLogger("mgapsp")
         log.addHandler(handler)
         log.setLevel(logging.INFO if verbose == 1 else logging.DEBUG)
+
+
+def _cluster_options(command):
+    """The options saying where a command's batches run: an attached cluster, or the
+    embedded one and its devices."""
+    options = [
+        click.option("--backend", type=click.Choice(["auto", "gpu", "cpu"]), default="auto",
+                     show_default=True, help="auto = gpu when CUDA devices are visible."),
+        click.option("--scheduler", default=None, help="Address of a running Dask scheduler."),
+        click.option("--scheduler-file", default=None, type=click.Path(dir_okay=False),
+                     help="Scheduler file of a running Dask cluster."),
+        click.option("--tls-ca-file", type=click.Path(exists=True, dir_okay=False),
+                     default=None,
+                     help="CA certificate of a TLS cluster (with --tls-cert and --tls-key)."),
+        click.option("--tls-cert", type=click.Path(exists=True, dir_okay=False), default=None,
+                     help="Client certificate for a TLS cluster."),
+        click.option("--tls-key", type=click.Path(exists=True, dir_okay=False), default=None,
+                     help="Client private key for a TLS cluster."),
+        click.option("--gpus", default=None,
+                     help="GPUs of the embedded cluster, e.g. 0,2 (default: every visible "
+                          "one)."),
+        click.option("--workers", type=click.IntRange(min=1), default=None,
+                     help="Workers of the embedded cluster (default: one per GPU or core)."),
+        click.option("--no-dashboard", is_flag=True, help="Do not start the Dask dashboard."),
+    ]
+    for option in reversed(options):
+        command = option(command)
+    return command
 
 
 @main.command()
@@ -60,8 +111,6 @@ def main(ctx, verbose, quiet):
 @click.option("--weight-column", default=None,
               help="Weight column (name or 0-based index) for TNTP and CSV inputs.")
 @click.option("--algorithm", type=click.Choice(_ALGORITHMS), default="auto", show_default=True)
-@click.option("--backend", type=click.Choice(["auto", "gpu", "cpu"]), default="auto",
-              show_default=True, help="auto = gpu when CUDA devices are visible.")
 @click.option("--dtype", type=click.Choice(["auto", "float32", "float64"]), default="auto",
               show_default=True,
               help="auto: float32 where every distance is exact in it (integer weights, "
@@ -82,22 +131,9 @@ def main(ctx, verbose, quiet):
                    "--no-shards writes a file per chunk.  A resumed store keeps its own.")
 @click.option("--resume", is_flag=True, help="Continue an interrupted store.")
 @click.option("--overwrite", is_flag=True, help="Replace an existing store.")
-@click.option("--scheduler", default=None, help="Address of a running Dask scheduler.")
-@click.option("--scheduler-file", default=None, type=click.Path(dir_okay=False),
-              help="Scheduler file of a running Dask cluster.")
-@click.option("--tls-ca-file", type=click.Path(exists=True, dir_okay=False), default=None,
-              help="CA certificate of a TLS cluster (with --tls-cert and --tls-key).")
-@click.option("--tls-cert", type=click.Path(exists=True, dir_okay=False), default=None,
-              help="Client certificate for a TLS cluster.")
-@click.option("--tls-key", type=click.Path(exists=True, dir_okay=False), default=None,
-              help="Client private key for a TLS cluster.")
+@_cluster_options
 @click.option("--cpu-workers", type=click.IntRange(min=0), default=0, show_default=True,
               help="CPU workers beside the GPU workers of the embedded cluster (hybrid).")
-@click.option("--gpus", default=None,
-              help="GPUs of the embedded cluster, e.g. 0,2 (default: every visible one).")
-@click.option("--workers", type=click.IntRange(min=1), default=None,
-              help="Workers of the embedded cluster (default: one per GPU or core).")
-@click.option("--no-dashboard", is_flag=True, help="Do not start the Dask dashboard.")
 @click.option("--performance-report", type=click.Path(dir_okay=False), default=None,
               help="Save Dask's performance report of the job to this HTML file.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar.")
@@ -113,12 +149,16 @@ def run(graph, out, fmt, directed, unweighted, weight_column, algorithm, backend
     from .jobs.cluster import connect, tls_security
     from .jobs.driver import run_job
     from .readers import read_graph
-    from .store import store_size
+    from .store import StoreLock, check_target, new_run_id, store_size
 
     if scheduler and scheduler_file:
         raise MgapspError("give --scheduler or --scheduler-file, not both")
     if resume and overwrite:
         raise MgapspError("--resume and --overwrite contradict each other; pick one")
+    # the store's lock first: a second run on it stops here, before any work; it is
+    # released when the command ends
+    lock = click.get_current_context().with_resource(StoreLock(out, new_run_id()))
+    check_target(out, resume=resume, overwrite=overwrite)
     t0 = time.perf_counter()
     g = read_graph(graph, format=fmt, directed=directed, unweighted=unweighted,
                    weight_column=weight_column)
@@ -166,9 +206,10 @@ def run(graph, out, fmt, directed, unweighted, weight_column, algorithm, backend
                              dtype=dtype, sources=sources, targets=targets,
                              batch_size=batch_size, predecessors=predecessors,
                              compression=compression, shards=shards,
-                             resume=resume, overwrite=overwrite, on_start=on_start,
+                             resume=resume, overwrite=overwrite, lock=lock,
+                             on_start=on_start,
                              on_progress=lambda r, done, total: bar.update(done, r))
-        n_workers = len(client.scheduler_info()["workers"])
+        n_workers = len(client.scheduler_info(n_workers=-1)["workers"])
     bar.finish()
     _summary(out, report, n_workers, store_size(out))
 
@@ -202,6 +243,11 @@ def _summary(out, report, n_workers, size):
         click.echo("  rows by backend: " + ", ".join(
             f"{k} {v:,}" for k, v in sorted(report.per_backend.items())))
     store = report.store
+    if report.repaired_batches:
+        from .store import batch_ranges
+
+        shown = ", ".join(batch_ranges(report.repaired_batches))
+        click.echo(f"  repaired: batch(es) {shown} were damaged and are computed again")
     row = store.group["distances"][0, :].astype(np.float64)
     finite = row[np.isfinite(row)]
     sid = store.labels("source")[0]
@@ -209,7 +255,7 @@ def _summary(out, report, n_workers, size):
                f"{row.shape[0]:,} {p.dtype}"
                + (", predecessors" if p.predecessors else ""))
     click.echo(f"  first row (source {sid}): {len(finite):,} of {row.shape[0]:,} targets "
-               f"reachable, farthest at {finite.max():g}")
+               "reachable" + (f", farthest at {finite.max():g}" if len(finite) else ""))
 
 
 def read_ids(path, graph, what: str = "source") -> np.ndarray:
@@ -263,10 +309,24 @@ def info(store):
                f"{j.get('compression', 'zstd')}, "
                + ("a file per batch (a shard of its chunks)" if dist.shards
                   else "a file per chunk"))
-    state = "complete" if p["complete"] else "incomplete"
-    click.echo(f"progress: {p['rows_done']:,}/{p['n_rows']:,} rows, "
-               f"{p['batches_done']}/{p['n_batches']} batches ({state}), updated "
-               f"{p['updated']}")
+    from .store import StoreLock, batch_ranges, damaged_batches
+
+    # progress from the batches' own flags, not the last record of it
+    plan = s.plan()
+    done = s.done_mask()
+    rows = sum(plan.rows(int(k))[1] - plan.rows(int(k))[0] for k in np.flatnonzero(done))
+    state = "complete" if done.all() else "incomplete"
+    click.echo(f"progress: {rows:,}/{plan.n_sources:,} rows, {int(done.sum()):,}/"
+               f"{plan.n_batches:,} batches ({state}), last recorded {p['updated']}")
+    damaged = damaged_batches(s)
+    if damaged:
+        click.echo(f"damaged: {len(damaged):,} flagged batch(es) fail their checks: "
+                   f"{', '.join(batch_ranges(damaged)[:20])}; `mgapsp repair {store}` "
+                   "computes them again")
+    holder = StoreLock(store, "").holder()
+    if holder:
+        click.echo(f"in use by run {holder.get('run', '?')} on {holder.get('host', '?')} "
+                   f"(process {holder.get('pid', '?')}, since {holder.get('started', '?')})")
     if "last_run_seconds" in p:
         click.echo(f"last run: {p['last_run_rows']:,} rows in {p['last_run_seconds']} s")
     click.echo("versions: " + ", ".join(f"{k} {v}" for k, v in a["versions"].items()))
@@ -282,8 +342,17 @@ def verify(store, samples, all_rows, seed):
     """Recompute rows with SciPy; exit 0 only if every one matches."""
     from .store.verify import verify_store
 
+    from .store import batch_ranges
+
     t0 = time.perf_counter()
     rep = verify_store(store, samples=samples, all_rows=all_rows, seed=seed)
+    for batch, problem in sorted(rep.damaged.items())[:_MAX_DAMAGED]:
+        click.echo(f"  batch {batch}: damaged: {problem}")
+    if len(rep.damaged) > _MAX_DAMAGED:
+        click.echo(f"  ... and {len(rep.damaged) - _MAX_DAMAGED:,} more damaged batches")
+    if rep.missing_batches:
+        click.echo(f"  batch(es) {', '.join(batch_ranges(rep.missing_batches)[:20])}: "
+                   "not computed yet")
     click.echo(f"verify: {rep.rows_checked:,} rows checked against scipy in "
                f"{time.perf_counter() - t0:.1f} s; max abs error {rep.max_error:.3g}")
     if rep.rows_missing:
@@ -294,9 +363,43 @@ def verify(store, samples, all_rows, seed):
     if rep.bad_predecessors:
         click.echo(f"  {rep.bad_predecessors:,} predecessors inconsistent")
     if not rep.ok:
-        click.echo("error: verification failed", err=True)
+        hint = f"; `mgapsp repair {store}` computes damaged batches again" if rep.damaged else ""
+        click.echo(f"error: verification failed{hint}", err=True)
         sys.exit(1)
     click.echo("  ok")
+
+
+@main.command()
+@click.argument("store", type=click.Path(exists=True, file_okay=False))
+@_cluster_options
+def repair(store, backend, scheduler, scheduler_file, tls_ca_file, tls_cert, tls_key,
+           gpus, workers, no_dashboard):
+    """Check every chunk of STORE against its checksum and compute the damaged (and
+    missing) batches again."""
+    from .api import resolve_backend
+    from .jobs.cluster import connect, tls_security
+    from .jobs.driver import check_for_repair, repair_job
+    from .store import batch_ranges
+
+    t0 = time.perf_counter()
+    damaged, todo = check_for_repair(store)
+    click.echo(f"repair: {store}: every chunk checked in {time.perf_counter() - t0:.1f} s; "
+               + (f"{len(damaged):,} damaged batch(es): "
+                  f"{', '.join(batch_ranges(damaged)[:20])}" if damaged else "no damage"))
+    for batch, problem in sorted(damaged.items())[:_MAX_DAMAGED]:
+        click.echo(f"  batch {batch}: {problem}")
+    if not todo:
+        click.echo("  nothing to compute")
+        return
+    security = tls_security(tls_ca_file, tls_cert, tls_key)
+    if not (scheduler or scheduler_file):
+        backend = resolve_backend(backend)
+    with connect(scheduler=scheduler, scheduler_file=scheduler_file, backend=backend,
+                 n_workers=workers, dashboard=not no_dashboard, security=security,
+                 gpus=gpus) as client:
+        report = repair_job(store, client, backend=backend)
+    click.echo(f"  computed {report.rows_run:,} rows in {report.seconds:.2f} s; "
+               f"`mgapsp verify {store}` checks them")
 
 
 @main.command()

@@ -13,7 +13,7 @@ import math
 import numpy as np
 
 from .backends import ALGORITHMS, SLAB_ALIGN, backend_algorithms, get_backend
-from .errors import InsufficientMemoryError, MgapspError, UnsupportedError
+from .errors import InsufficientMemoryError, MgapspError, UnsupportedError, quote
 from . import config
 from .graph import Graph
 
@@ -204,8 +204,9 @@ def plan_job(graph: Graph, *, algorithm: str, backend: str, dtype: str, sources,
         if slabs and batch_size >= SLAB_ALIGN:
             # slabs are cut at multiples of lcm(batch, SLAB_ALIGN): keep it small
             batch_size -= batch_size % SLAB_ALIGN
-    elif batch_size < 1:
-        raise MgapspError(f"batch size must be >= 1, got {batch_size}")
+    elif (isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer))
+          or batch_size < 1):
+        raise MgapspError(f"batch size must be an integer >= 1, got {quote(batch_size)}")
     batch_size = int(min(batch_size, len(sources)))
     fw_rows = None
     if slabs:

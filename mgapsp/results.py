@@ -10,9 +10,9 @@ import os
 
 import numpy as np
 
-from .errors import MgapspError, UnknownLabelError
+from .errors import MgapspError, StoreError, UnknownLabelError
 from .graph import _lookup_array
-from .store import Store
+from .store import Store, damaged_batches
 
 __all__ = ["open", "Result"]
 
@@ -93,9 +93,30 @@ class Result:
         done = self.store.done_mask()
         missing = rows[~done[rows // batch]] if len(rows) else rows
         if len(missing):
-            label = self.store.labels("source")[missing[0]]
+            label = self.store.labels("source")[missing[0]].item()
             raise MgapspError(f"{self.location}: the row of source {label!r} is not computed "
                               "yet; continue the job with --resume")
+        damaged = damaged_batches(self.store, np.unique(rows // batch))
+        if damaged:
+            b, problem = min(damaged.items())
+            raise self._damaged(f"batch {b} ({problem})")
+
+    def _damaged(self, what: str) -> StoreError:
+        return StoreError(f"{self.location}: damaged: {what}; `mgapsp repair "
+                          f"{self.location}` computes it again")
+
+    def _read(self, name: str, selection) -> np.ndarray:
+        """``selection`` of array ``name``; a chunk failing its checksum, or a value
+        never written in a row said to be computed, is damage, never a result."""
+        try:
+            values = self.group[name].get_orthogonal_selection(selection)
+        except Exception as exc:    # Zarr's codecs raise several types
+            what = ("fails its checksum" if "checksum" in str(exc)
+                    else f"cannot be read ({str(exc)[:120]})")
+            raise self._damaged(f"a chunk of {name} {what}") from None
+        if values.dtype.kind == "f" and np.isnan(values).any():
+            raise self._damaged(f"{name} holds values never written")
+        return values
 
     def distances(self, sources=None, targets=None) -> np.ndarray:
         """The distances from ``sources`` to ``targets`` (labels; None: all of the
@@ -104,11 +125,10 @@ class Result:
         rows = (np.arange(self.store.job["n_sources"]) if sources is None
                 else self._positions("source", sources))
         self._check_computed(rows)
-        arr = self.group["distances"]
         if targets is None:
-            return arr.get_orthogonal_selection((rows, slice(None)))
+            return self._read("distances", (rows, slice(None)))
         cols = self._positions("target", targets)
-        return arr.get_orthogonal_selection((rows, cols))
+        return self._read("distances", (rows, cols))
 
     def distance(self, u, v) -> float:
         """The distance from ``u`` to ``v`` (labels); ``inf`` where unreachable."""
@@ -124,9 +144,9 @@ class Result:
         row = int(self._positions("source", [u])[0])
         self._check_computed(np.array([row]))
         t = int(self._positions("target", [v])[0])      # every target: column = vertex
-        if not np.isfinite(self.group["distances"][row, t]):
+        if not np.isfinite(self._read("distances", ([row], [t]))[0, 0]):
             return None
-        pred = self.group["predecessors"][row, :]
+        pred = self._read("predecessors", ([row], slice(None)))[0]
         src = int(self.group["source_index"][row])
         hops = [t]
         while hops[-1] != src:

@@ -532,3 +532,10 @@ def test_dropins_keep_scipys_typeerrors(call):
         call(scipy_csgraph)
     with pytest.raises(TypeError):
         call(mgapsp)
+
+
+@pytest.mark.parametrize("bad", [1.5, "x", 0, -3, True, [4]])
+def test_bad_batch_sizes_are_one_error(bad):
+    g = mgapsp.as_graph((np.array([0, 1, 2]), np.array([1, 2, 0]), np.array([1.0, 2.0, 3.0])))
+    with pytest.raises(mgapsp.MgapspError, match="batch size must be an integer"):
+        mgapsp.apsp(g, batch_size=bad, backend="cpu")

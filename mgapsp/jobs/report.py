@@ -21,6 +21,8 @@ class JobReport:
     batches_run: int = 0
     rows_run: int = 0
     resumed_batches: int = 0
+    #: flagged batches a resumed run found damaged and computed again
+    repaired_batches: list = field(default_factory=list)
     per_worker: Counter = field(default_factory=Counter)
     per_backend: Counter = field(default_factory=Counter)
     compute_s: float = 0.0

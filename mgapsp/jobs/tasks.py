@@ -39,7 +39,7 @@ class _Run:
     """What a worker keeps of one run: its store, opened with the arrays that batches
     write, and its targets and potentials where it has them."""
 
-    def __init__(self, store_path: str, fingerprint: str):
+    def __init__(self, store_path: str, fingerprint: str, run: str):
         store = Store.open(store_path, mode="r+")
         if store.fingerprint != fingerprint:
             raise MgapspError(f"{store_path}: stored graph does not match the job's "
@@ -48,6 +48,7 @@ class _Run:
                 ("predecessors",) if store.job["predecessors"] else ()):
             store.array(name)
         self.store = store
+        self.guard = store.guard(run)     # another run's store gets nothing from us
         self.targets = store.target_index()
         self.potentials = store.potentials()
 
@@ -58,7 +59,7 @@ def _run(store_path: str, fingerprint: str, run: str) -> _Run:
     with _LOCK:
         if key not in _RUNS:
             _RUNS.clear()
-            _RUNS[key] = _Run(store_path, fingerprint)
+            _RUNS[key] = _Run(store_path, fingerprint, run)
         return _RUNS[key]
 
 
@@ -141,9 +142,10 @@ def run_batch(store_path: str, fingerprint: str, run: str, batch: int, start: in
         result.distances = impl.select_columns(result.distances, job.targets)
     t1 = time.perf_counter()
     written = job.store.write_block(start, result.distances, result.predecessors,
-                                    staging=impl.staging)
+                                    staging=impl.staging, guard=job.guard)
     if job.store.workers_mark_batches:
-        job.store.mark_batch(batch)     # after its rows: a flag always means written
+        # after its rows: a flag always means written
+        job.store.mark_batch(batch, guard=job.guard)
     t2 = time.perf_counter()
     return _plain({"batch": batch, "rows": stop - start, "compute_s": t1 - t0,
                    "load_s": load_s, "queued_s": queued_s, "computing": computing, "write_s": t2 - t1,

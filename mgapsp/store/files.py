@@ -20,6 +20,8 @@ import numpy as np
 import zarr
 
 _SHUFFLE = {"noshuffle": 0, "shuffle": 1, "bitshuffle": 2}
+#: the suffix of a file being written, renamed into place once whole
+PARTIAL = ".partial"
 
 
 class _Layout:
@@ -31,6 +33,7 @@ class _Layout:
         meta = arr.metadata
         self.ok = getattr(meta, "zarr_format", 2) == 3
         self.codec = None
+        self.crc = False
         self.gpu_clevel = None      # the level, where a device can make the frames
         self.shard = None           # chunks per shard, where a shard is a row of chunks
         if self.ok:
@@ -48,6 +51,10 @@ class _Layout:
                     self.shard = outer[-1] // inner[-1]
                 codecs = list(sharding.codecs)
             first = codecs.pop(0) if codecs else None
+            # a trailing crc32c: each chunk's bytes end with their CRC-32C
+            self.crc = bool(codecs) and isinstance(codecs[-1], Crc32cCodec)
+            if self.crc:
+                codecs.pop()
             self.ok = (self.ok and _little(first, BytesCodec)
                        and np.dtype(arr.dtype).byteorder in ("<", "=", "|")
                        and len(codecs) <= 1
@@ -76,14 +83,21 @@ class _Layout:
 
     def encode(self, tile: np.ndarray):
         """A whole chunk's stored bytes."""
-        return self.codec.encode(tile) if self.codec is not None else tile.tobytes()
+        data = self.codec.encode(tile) if self.codec is not None else tile.tobytes()
+        return data + crc32c(data) if self.crc else data
 
-    def put(self, row_chunk: int, col_chunk: int, tile: np.ndarray) -> int:
-        return self.put_bytes(row_chunk, col_chunk, self.encode(tile))
+    def with_crc(self, frame):
+        """The stored bytes of a chunk whose encoded bytes are ``frame`` (a uint8
+        array or bytes): a list of buffers, the CRC-32C last where the array keeps one."""
+        return [frame, crc32c(frame)] if self.crc else [frame]
 
-    def put_bytes(self, row_chunk: int, col_chunk: int, data) -> int:
-        """Store a chunk's encoded bytes (``bytes`` or a uint8 array) under its key."""
-        return self.put_key((row_chunk, col_chunk), data)
+    def put(self, row_chunk: int, col_chunk: int, tile: np.ndarray, guard=None) -> int:
+        return self.put_key((row_chunk, col_chunk), self.encode(tile), guard)
+
+    def put_bytes(self, row_chunk: int, col_chunk: int, frame, guard=None) -> int:
+        """Store a chunk whose encoded bytes are ``frame`` (``bytes`` or a uint8 array,
+        its CRC still to add) under its key."""
+        return self.put_key((row_chunk, col_chunk), self.with_crc(frame), guard)
 
     def key(self, coords: tuple) -> str:
         """The store key of the chunk (or shard) at ``coords``."""
@@ -91,11 +105,17 @@ class _Layout:
         path = self.arr.store_path.path
         return f"{path}/{key}" if path else key
 
-    def put_key(self, coords: tuple, data) -> int:
-        """Store the encoded bytes of the chunk at ``coords`` under its key."""
+    def put_key(self, coords: tuple, data, guard=None) -> int:
+        """Store the stored bytes of the chunk at ``coords`` (a buffer, or a list of
+        buffers to join) under its key; ``guard()`` is called right before the file is
+        put in place (see :func:`_write_file`)."""
         key = self.key(coords)
         if self.root is not None:
-            return _write_file(self.root / key, data)
+            return _write_file(self.root / key, data, guard)
+        if guard is not None:
+            guard()
+        if isinstance(data, list):
+            data = b"".join(bytes(memoryview(d).cast("B")) for d in data)
         self.store_set(key, data)
         return len(data)
 
@@ -114,11 +134,61 @@ def _little(codec, kind) -> bool:
             and str(getattr(codec.endian, "value", codec.endian)) in ("little", "None"))
 
 
-def _write_file(path: Path, data) -> int:
-    """``data`` into the file ``path`` as a whole: written beside it, then renamed."""
+def crc32c(data) -> bytes:
+    """The CRC-32C of ``data`` (a buffer) as Zarr's crc32c codec stores it (4 bytes,
+    little-endian)."""
+    if isinstance(data, np.ndarray):
+        buf = np.ascontiguousarray(data).reshape(-1).view(np.uint8)
+    else:
+        buf = np.frombuffer(data, dtype=np.uint8)
+    value = _crc32c_value()
+    if value is not None:
+        crc = value(buf.ctypes.data, buf.nbytes)
+    else:
+        import google_crc32c
+
+        crc = google_crc32c.value(buf)
+    return int(crc).to_bytes(4, "little")
+
+
+_CRC_LIB: list = []
+
+
+def _crc32c_value():
+    """The C function ``crc32c_value(data, size)`` of the library that google-crc32c
+    bundles, called through ctypes, which lets go of the interpreter lock while it runs
+    (google_crc32c.value holds it: on a GPU worker the checksums of every frame then
+    queued behind the kernel launches); None where the library is not found."""
+    if not _CRC_LIB:
+        import ctypes
+        import glob
+
+        import google_crc32c
+
+        site = os.path.dirname(os.path.dirname(google_crc32c.__file__))
+        found = sorted(glob.glob(os.path.join(site, "google_crc32c.libs", "libcrc32c*.so*")))
+        fn = None
+        if found:
+            try:
+                fn = ctypes.CDLL(found[0]).crc32c_value
+                fn.argtypes, fn.restype = [ctypes.c_void_p, ctypes.c_size_t], ctypes.c_uint32
+            except (OSError, AttributeError):
+                fn = None
+        _CRC_LIB.append(fn)
+    return _CRC_LIB[0]
+
+
+def _write_file(path: Path, data, guard=None) -> int:
+    """``data`` (a buffer, or a list of buffers written one after another) into the file
+    ``path`` as a whole: written beside it, then renamed, ``guard()`` (which may raise
+    to refuse the file) called just before."""
     tmp, fd = _open_partial(path)
     try:
-        n = _pwrite(fd, data, 0)
+        n = 0
+        for part in (data if isinstance(data, list) else [data]):
+            n += _pwrite(fd, part, n, tmp)
+        if guard is not None:
+            guard()
     except BaseException:
         _discard(tmp, fd)
         raise
@@ -129,13 +199,16 @@ def _write_file(path: Path, data) -> int:
 def _open_partial(path: Path) -> tuple[Path, int]:
     """A new file beside ``path``, to be renamed there once whole, open for writing
     (the directory made if need be): its path and descriptor."""
-    tmp = path.with_name(f"{path.name}.{uuid.uuid4().hex}.partial")
+    tmp = path.with_name(f"{path.name}.{uuid.uuid4().hex}{PARTIAL}")
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
     try:
-        return tmp, os.open(tmp, flags, 0o666)
-    except FileNotFoundError:       # the chunk's directory is new
-        path.parent.mkdir(parents=True, exist_ok=True)
-        return tmp, os.open(tmp, flags, 0o666)
+        try:
+            return tmp, os.open(tmp, flags, 0o666)
+        except FileNotFoundError:       # the chunk's directory is new
+            path.parent.mkdir(parents=True, exist_ok=True)
+            return tmp, os.open(tmp, flags, 0o666)
+    except OSError as exc:
+        raise _named(exc, tmp) from None
 
 
 def _commit(tmp: Path, fd: int, path: Path) -> None:
@@ -144,8 +217,10 @@ def _commit(tmp: Path, fd: int, path: Path) -> None:
     try:
         os.close(fd)
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as exc:
         tmp.unlink(missing_ok=True)
+        if isinstance(exc, OSError):
+            raise _named(exc, path) from None
         raise
 
 
@@ -155,13 +230,24 @@ def _discard(tmp: Path, fd: int) -> None:
     tmp.unlink(missing_ok=True)
 
 
-def _pwrite(fd: int, data, offset: int) -> int:
-    """All of ``data`` into the file ``fd`` at ``offset``; returns its bytes."""
+def _named(exc: OSError, path) -> OSError:
+    """``exc`` with the file it concerns named (a full disk names none by itself)."""
+    if path is not None and exc.filename is None and exc.errno is not None:
+        return type(exc)(exc.errno, exc.strerror, str(path))
+    return exc
+
+
+def _pwrite(fd: int, data, offset: int, path=None) -> int:
+    """All of ``data`` into the file ``fd`` (at ``path``) at ``offset``; returns its
+    bytes."""
     view = memoryview(data).cast("B")
     n = len(view)
-    while view:
-        done = os.pwrite(fd, view, offset)
-        view, offset = view[done:], offset + done
+    try:
+        while view:
+            done = os.pwrite(fd, view, offset)
+            view, offset = view[done:], offset + done
+    except OSError as exc:
+        raise _named(exc, path) from None
     return n
 
 
@@ -180,8 +266,9 @@ class _ShardFile:
     place, which :meth:`close` renames there; into other stores they are gathered
     and set whole."""
 
-    def __init__(self, lay: _Layout, coords: tuple, n_chunks: int):
+    def __init__(self, lay: _Layout, coords: tuple, n_chunks: int, guard=None):
         self.lay = lay
+        self.guard = guard
         self.key = lay.key(coords)
         self.index = np.full((n_chunks, 2), _NO_CHUNK, dtype="<u8")
         self.end = 0
@@ -205,7 +292,7 @@ class _ShardFile:
     def write(self, offset: int, data) -> int:
         """Put ``data`` at ``offset``; threads may write disjoint ranges at once."""
         if self.fd is not None:
-            return _pwrite(self.fd, data, offset)
+            return _pwrite(self.fd, data, offset, self.tmp)
         part = bytes(memoryview(data).cast("B"))
         self.parts.append((offset, part))
         return len(part)
@@ -221,9 +308,13 @@ class _ShardFile:
             for offset, data in self.parts:
                 whole[offset:offset + len(data)] = data
             whole[self.end:] = tail
+            if self.guard is not None:
+                self.guard()
             self.lay.store_set(self.key, whole)
             return len(whole)
-        _pwrite(self.fd, tail, self.end)
+        _pwrite(self.fd, tail, self.end, self.tmp)
+        if self.guard is not None:
+            self.guard()    # raising here leaves the file to abort()
         fd, self.fd = self.fd, None
         _commit(self.tmp, fd, self.path)
         return self.end + len(tail)
@@ -236,18 +327,20 @@ class _ShardFile:
 
 
 class _ChunkFiles:
-    """A batch's row of chunks stored as a file per chunk, each by a pool thread."""
+    """A batch's row of chunks stored as a file per chunk, each by a pool thread;
+    ``guard()`` is called before each file is put in place."""
 
-    def __init__(self, lay: _Layout, row: int):
-        self.lay, self.row = lay, row
+    def __init__(self, lay: _Layout, row: int, guard=None):
+        self.lay, self.row, self.guard = lay, row, guard
 
     def frames(self, pool, first: int, frames, starts) -> list[Future]:
         lay, i = self.lay, self.row
-        return [pool.submit(lay.put_bytes, i, first + k, frames[starts[k]:starts[k + 1]])
+        return [pool.submit(lay.put_bytes, i, first + k, frames[starts[k]:starts[k + 1]],
+                            self.guard)
                 for k in range(len(starts) - 1)]
 
     def tile(self, pool, j: int, make: Callable[[], np.ndarray]) -> Future:
-        return pool.submit(lambda: self.lay.put(self.row, j, make()))
+        return pool.submit(lambda: self.lay.put(self.row, j, make(), self.guard))
 
     def finish(self, futures: list[Future]) -> int:
         return sum(f.result() for f in futures)
@@ -256,21 +349,30 @@ class _ChunkFiles:
         pass
 
 
+def _pieces(pool, sh: _ShardFile, at: int, span) -> list[Future]:
+    """Write ``span`` at ``at`` of ``sh``, in pieces of at least PIECE_BYTES, one per
+    pool thread at most."""
+    pieces = max(1, min(pool.threads, len(span) // PIECE_BYTES))
+    cuts = [len(span) * p // pieces for p in range(pieces + 1)]
+    return [pool.submit(sh.write, at + c0, span[c0:c1]) for c0, c1 in zip(cuts, cuts[1:])]
+
+
 class _ShardRow:
     """A batch's row of chunks stored as shards (:class:`_ShardFile`) of ``lay.shard``
     chunks each.  Frames made on the GPU go from the pinned buffer to the file, a
     piece per pool thread; chunks the pool compresses are written in their order by
     the caller, as they come."""
 
-    def __init__(self, lay: _Layout, row: int):
-        self.lay, self.row = lay, row
+    def __init__(self, lay: _Layout, row: int, guard=None):
+        self.lay, self.row, self.guard = lay, row, guard
         self.shards: dict[int, _ShardFile] = {}
         self.encoded: list[tuple[int, Future]] = []
 
     def _shard(self, s: int) -> _ShardFile:
         sh = self.shards.get(s)
         if sh is None:
-            sh = self.shards[s] = _ShardFile(self.lay, (self.row, s), self.lay.shard)
+            sh = self.shards[s] = _ShardFile(self.lay, (self.row, s), self.lay.shard,
+                                             self.guard)
         return sh
 
     def frames(self, pool, first: int, frames, starts) -> list[Future]:
@@ -282,12 +384,18 @@ class _ShardRow:
             last = min(stop, (s + 1) * per)
             a, b = int(starts[j - first]), int(starts[last - first])
             sh = self._shard(s)
-            at = sh.place(j - s * per, np.diff(starts[j - first:last - first + 1]))
-            span = frames[a:b]
-            pieces = max(1, min(pool.threads, len(span) // PIECE_BYTES))
-            cuts = [len(span) * p // pieces for p in range(pieces + 1)]
-            futures.extend(pool.submit(sh.write, at + c0, span[c0:c1])
-                           for c0, c1 in zip(cuts, cuts[1:]))
+            sizes = np.diff(starts[j - first:last - first + 1])
+            if not self.lay.crc:    # the frames' span goes to the file as it is
+                at = sh.place(j - s * per, sizes)
+                futures.extend(_pieces(pool, sh, at, frames[a:b]))
+            else:                   # each frame followed by its CRC-32C
+                at = sh.place(j - s * per, sizes + 4)
+                for k in range(j - first, last - first):
+                    frame = frames[int(starts[k]):int(starts[k + 1])]
+                    futures.extend(_pieces(pool, sh, at, frame))
+                    futures.append(pool.submit(
+                        lambda at=at + len(frame), frame=frame: sh.write(at, crc32c(frame))))
+                    at += len(frame) + 4
             j = last
         return futures
 

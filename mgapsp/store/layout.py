@@ -24,19 +24,23 @@ from __future__ import annotations
 
 import datetime as _dt
 import importlib.metadata
+import json
 import os
 import shutil
+import socket
+import uuid
 from pathlib import Path
 
 import numpy as np
 import zarr
-from zarr.codecs import BloscCodec
+from zarr.codecs import BloscCodec, Crc32cCodec
 
 from ..errors import ResumeMismatchError, StoreError
 from ..graph import Graph
 from ..plan import JobPlan
 
-__all__ = ["Store", "FORMAT_VERSION", "package_versions"]
+__all__ = ["Store", "FORMAT_VERSION", "package_versions", "store_state", "check_target",
+           "prepare_path"]
 
 #: 2: vertex labels (integers or text) as the coordinates ``vertex``, ``source`` and
 #: ``target``; 1 kept integer ids as ``vertex_ids``, ``source_ids``, ``target_ids``
@@ -68,6 +72,75 @@ def package_versions() -> dict[str, str]:
     return out
 
 
+def _clip(value, limit: int = 200) -> str:
+    text = str(value)
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
+def _run_record(run_id: str) -> dict:
+    return {"id": run_id, "host": socket.gethostname(), "pid": os.getpid(),
+            "started": _now()}
+
+
+def store_state(path) -> str:
+    """What is at ``path``: ``"absent"``, ``"empty"`` (an empty directory), ``"file"``
+    (not a directory), ``"foreign"`` (a directory that is not an mgapsp store),
+    ``"creating"`` (an mgapsp store whose creation did not finish) or ``"ready"``."""
+    path = os.fspath(path)
+    if not os.path.lexists(path):
+        return "absent"
+    if not os.path.isdir(path):
+        return "file"
+    try:
+        with open(os.path.join(path, "zarr.json"), "rb") as fh:
+            meta = json.loads(fh.read())
+    except FileNotFoundError:
+        return "foreign" if os.listdir(path) else "empty"
+    except (OSError, ValueError):
+        return "foreign"
+    attrs = meta.get("attributes") if isinstance(meta, dict) else None
+    if (not isinstance(attrs, dict) or meta.get("node_type") != "group"
+            or "format_version" not in attrs or "fingerprint" not in attrs):
+        return "foreign"
+    return "creating" if attrs.get("state") == "creating" else "ready"
+
+
+def check_target(path, *, resume: bool = False, overwrite: bool = False) -> str:
+    """The :func:`store_state` of ``path``, where a run may write its store there: nothing
+    there, an empty directory, or an mgapsp store to ``resume`` or ``overwrite``.
+    Anything else is refused: ``--overwrite`` deletes only what mgapsp made."""
+    state = store_state(path)
+    if state in ("absent", "empty"):
+        return state
+    if os.path.islink(path) and not resume:
+        raise StoreError(f"{path} is a symbolic link; give the store's own path "
+                         "(nothing was deleted)")
+    if state == "file":
+        raise StoreError(f"{path} is a file, not an mgapsp store; refusing to replace it")
+    if state == "foreign":
+        raise StoreError(f"{path} is not an mgapsp store (no zarr.json with mgapsp's "
+                         "format version and fingerprint); refusing to delete it")
+    if not (overwrite or resume):
+        raise StoreError(f"{path} already exists; pass --resume to continue it or "
+                         "--overwrite to replace it")
+    return state
+
+
+def prepare_path(path, *, overwrite: bool, run_id: str = "") -> None:
+    """Make room for a new store at ``path`` (see :func:`check_target`), removing the
+    mgapsp store there with ``overwrite``."""
+    if check_target(path, overwrite=overwrite) in ("absent", "empty"):
+        return
+    # moved aside first, so that a worker of the old run finds no store to write into
+    aside = f"{os.path.abspath(path)}.deleting-{run_id or uuid.uuid4().hex[:12]}"
+    try:
+        os.rename(path, aside)
+        shutil.rmtree(aside)
+    except OSError as exc:
+        raise StoreError(f"{exc.filename or path}: cannot remove the old store: "
+                         f"{exc.strerror or exc}") from None
+
+
 def _now() -> str:
     return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
 
@@ -84,21 +157,66 @@ class Store:
     # -- opening ----------------------------------------------------------------
     @classmethod
     def open(cls, path, mode: str = "r") -> "Store":
-        """Open an existing store, checking that it is one of ours."""
+        """Open an existing store, checking that it is one of ours and whole."""
         path = os.fspath(path)
-        if not os.path.exists(os.path.join(path, "zarr.json")):
-            raise StoreError(f"{path}: not a Zarr store (no zarr.json)")
+        state = store_state(path)
+        if state == "absent":
+            raise StoreError(f"{path}: no such store")
+        if state == "foreign":
+            raise StoreError(f"{path}: not an mgapsp store (no zarr.json with mgapsp's "
+                             "format version and fingerprint)")
+        if state == "creating":
+            raise StoreError(f"{path}: a store whose creation did not finish (its run "
+                             "stopped); run the job again with --resume or --overwrite")
         try:
             group = zarr.open_group(path, mode=mode)
         except Exception as exc:  # zarr raises several types for unreadable metadata
-            raise StoreError(f"{path}: cannot open as a Zarr group: {exc}") from exc
-        if "format_version" not in group.attrs or "fingerprint" not in group.attrs:
-            raise StoreError(f"{path}: a Zarr group, but not an mgapsp store")
+            raise StoreError(f"{path}: cannot open as a Zarr group: {_clip(exc)}") from exc
         version = group.attrs["format_version"]
         if version not in _READABLE:
             raise StoreError(f"{path}: store format {version}, this mgapsp reads "
                              f"{', '.join(map(str, _READABLE))}")
-        return cls(path, group)
+        store = cls(path, group)
+        store._check_whole()
+        return store
+
+    def _check_whole(self) -> None:
+        """Every attribute and array of a store there, and consistent with each other:
+        a damaged store is refused in one line, not by a traceback later."""
+        attrs = self.group.attrs
+        for key in ("graph", "job", "progress"):
+            if not isinstance(attrs.get(key), dict):
+                raise StoreError(f"{self.path}: damaged: attribute {key!r} is missing")
+        job = attrs["job"]
+        need = ("algorithm", "dtype", "batch_size", "n_batches", "n_sources",
+                "predecessors", "col_chunk", "n_targets", "all_targets")
+        missing = [k for k in need if k not in job]
+        if missing:
+            raise StoreError(f"{self.path}: damaged: job attribute {missing[0]!r} is "
+                             "missing")
+        names = ["distances", "batch_done", "source_index", "target_index",
+                 "graph/indptr", "graph/indices", "graph/weights"]
+        names += ["predecessors"] if job["predecessors"] else []
+        for name in names:
+            try:
+                arr = self.group[name]
+            except Exception:   # zarr raises several types for a missing or bad node
+                raise StoreError(f"{self.path}: damaged: array {name!r} is missing or "
+                                 "unreadable") from None
+            if name in ("distances", "predecessors"):
+                expect = (job["n_sources"], job["n_targets"])
+                if tuple(arr.shape) != expect or arr.chunks[0] != job["batch_size"]:
+                    raise StoreError(
+                        f"{self.path}: damaged: {name} is {arr.shape} in chunks of "
+                        f"{arr.chunks[0]} rows, the job attributes say {expect} in "
+                        f"batches of {job['batch_size']}")
+            elif name == "batch_done" and arr.shape != (job["n_batches"],):
+                raise StoreError(f"{self.path}: damaged: batch_done has {arr.shape[0]} "
+                                 f"flags for {job['n_batches']} batches")
+        if -(-job["n_sources"] // job["batch_size"]) != job["n_batches"]:
+            raise StoreError(f"{self.path}: damaged: {job['n_sources']} sources in "
+                             f"batches of {job['batch_size']} are not {job['n_batches']} "
+                             "batches")
 
     @classmethod
     def exists(cls, path) -> bool:
@@ -107,24 +225,38 @@ class Store:
     @classmethod
     def create(cls, path, graph: Graph, plan: JobPlan, *, overwrite: bool = False,
                potentials: np.ndarray | None = None, compression: str = "lz4",
-               shards: bool = True) -> "Store":
+               shards: bool = True, run_id: str = "") -> "Store":
         """A new store for ``plan`` on ``graph``.  With ``shards`` each batch's rows
         are one file, a Zarr shard holding the batch's row of chunks; without, every
-        chunk is a file of its own."""
+        chunk is a file of its own.  The store belongs to run ``run_id`` (see
+        :mod:`mgapsp.store.lock`): the caller holds its lock."""
         path = os.fspath(path)
         if compression not in COMPRESSIONS:
             raise StoreError(f"unknown compression {compression!r}; choose "
                              f"{', '.join(COMPRESSIONS)}")
-        codecs = [COMPRESSIONS[compression]] if COMPRESSIONS[compression] else None
-        if os.path.exists(path):
-            if not overwrite:
-                raise StoreError(f"{path} already exists; pass --resume to continue it "
-                                 "or --overwrite to replace it")
-            if os.path.isdir(path) and not cls.exists(path) and os.listdir(path):
-                raise StoreError(f"{path} exists and is not an mgapsp store; "
-                                 "refusing to delete it")
-            shutil.rmtree(path) if os.path.isdir(path) else os.remove(path)
-        group = zarr.open_group(path, mode="w-")
+        prepare_path(path, overwrite=overwrite, run_id=run_id)
+        # zarr.json first, marked as being created: a store that a kill or a full
+        # disk leaves half made is still recognisably ours (--overwrite replaces it)
+        marker = {"format_version": FORMAT_VERSION, "fingerprint": graph.fingerprint,
+                  "state": "creating", "run": _run_record(run_id)}
+        try:
+            group = zarr.open_group(path, mode="w-", attributes=marker)
+            cls._fill(group, graph, plan, potentials, compression, shards, run_id)
+        except BaseException as exc:
+            # nothing is left of a store that could not be made
+            shutil.rmtree(path, ignore_errors=True)
+            if isinstance(exc, OSError):
+                raise StoreError(f"{exc.filename or path}: cannot create the store: "
+                                 f"{exc.strerror or exc}") from None
+            raise
+        return cls(path, group)
+
+    @staticmethod
+    def _fill(group, graph: Graph, plan: JobPlan, potentials, compression: str,
+              shards: bool, run_id: str) -> None:
+        # every chunk ends with its CRC-32C, which reads check: damage is found
+        codecs = ([COMPRESSIONS[compression]] if COMPRESSIONS[compression] else []) + [
+            Crc32cCodec()]
         n, s = plan.n_targets(graph.n), plan.n_sources
         chunks = (plan.batch_size, plan.col_chunk)
         # a shard is a batch's whole row of chunks, so a worker writes one file a batch
@@ -174,8 +306,9 @@ class Store:
             "progress": {"batches_done": 0, "n_batches": plan.n_batches,
                          "rows_done": 0, "n_rows": plan.n_sources, "complete": False,
                          "updated": _now()},
+            "state": "ready",
+            "run": _run_record(run_id),
         })
-        return cls(path, group)
 
     # -- what a store holds ---------------------------------------------------
     @property
@@ -260,7 +393,7 @@ class Store:
 
     # -- writing (workers: blocks; client: progress) -------------------------
     def write_block(self, start: int, distances, predecessors=None, *,
-                    staging=None) -> dict:
+                    staging=None, guard=None) -> dict:
         """Write rows ``start .. start + len(distances)``: whole chunks, from a worker.
 
         The blocks are NumPy arrays, or device arrays that ``staging`` handles (see
@@ -269,9 +402,10 @@ class Store:
         """
         from .writer import write_block
 
-        stats = write_block(self.array("distances"), start, distances, staging)
+        stats = write_block(self.array("distances"), start, distances, staging, guard)
         if predecessors is not None:
-            more = write_block(self.array("predecessors"), start, predecessors, staging)
+            more = write_block(self.array("predecessors"), start, predecessors, staging,
+                               guard)
             stats = {k: stats[k] + more[k] for k in stats}
         return stats
 
@@ -291,11 +425,57 @@ class Store:
             self._arrays[name] = self.group[name]
         return self._arrays[name]
 
-    def mark_batch(self, batch: int) -> None:
+    def mark_batch(self, batch: int, guard=None) -> None:
         """Flag ``batch`` as written (a worker, after its rows; a chunk of its own)."""
         from .writer import write_chunk
 
-        write_chunk(self.array("batch_done"), (batch,), np.ones(1, dtype="uint8"))
+        write_chunk(self.array("batch_done"), (batch,), np.ones(1, dtype="uint8"), guard)
+
+    def unmark_batches(self, batches) -> None:
+        """Clear the flags of ``batches`` (damaged: a run computes them again)."""
+        if not len(batches):
+            return
+        if self.workers_mark_batches:
+            from .files import _Layout
+
+            lay = _Layout(self.array("batch_done"))
+            for b in batches:
+                if lay.root is not None:
+                    (lay.root / lay.key((int(b),))).unlink(missing_ok=True)
+                else:
+                    self.array("batch_done")[int(b)] = 0
+        else:
+            done = self.group["batch_done"]
+            mask = done[:]
+            mask[list(batches)] = 0
+            done[:] = mask
+
+    def guard(self, run_id: str):
+        """A check that this store still belongs to run ``run_id``
+        (:class:`mgapsp.store.lock.RunGuard`), for its writers to call."""
+        from .lock import RunGuard
+
+        return RunGuard(self.path, run_id)
+
+    def claim(self, run_id: str) -> None:
+        """Make the store run ``run_id``'s (a resumed run): workers of any earlier run
+        then refuse to write into it (:class:`mgapsp.store.lock.RunGuard`)."""
+        from .writer import update_attributes
+
+        update_attributes(self.group, {"run": _run_record(run_id)})
+
+    def remove_partials(self) -> int:
+        """Remove files that writers left half written (a killed worker's); the count."""
+        from .files import PARTIAL
+
+        n = 0
+        for f in Path(self.path).rglob(f"*{PARTIAL}"):
+            try:
+                f.unlink()
+                n += 1
+            except FileNotFoundError:
+                pass
+        return n
 
     def mark_done(self, batches, rows_done: int, n_done: int, *, complete: bool = False,
                   extra: dict | None = None) -> None:

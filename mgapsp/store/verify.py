@@ -1,4 +1,4 @@
-"""Checking a store against SciPy, row by row."""
+"""Checking a store: its files against their checksums, then rows against SciPy."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy.sparse import csgraph
 
+from .integrity import damaged_batches
 from .layout import Store
 
 __all__ = ["verify_store", "VerifyReport", "tolerance"]
@@ -24,18 +25,24 @@ class VerifyReport:
     mismatched_rows: list = field(default_factory=list)
     max_error: float = 0.0
     bad_predecessors: int = 0
+    #: flagged batches whose files fail their checks: {batch: what is wrong}
+    damaged: dict = field(default_factory=dict)
+    #: batches not computed yet (no flag)
+    missing_batches: list = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
-        return (self.rows_checked > 0 and not self.mismatched_rows
+        return (self.rows_checked > 0 and not self.mismatched_rows and not self.damaged
                 and self.rows_missing == 0 and self.bad_predecessors == 0)
 
 
 def verify_store(path, *, samples: int | None = 64, all_rows: bool = False,
                  seed: int = 0, chunk: int = 256) -> VerifyReport:
-    """Recompute rows with SciPy and compare.
+    """Check every flagged batch's files against their checksums, then recompute rows
+    with SciPy and compare.
 
-    With ``all_rows`` every row must be computed and equal; otherwise ``samples``
+    Damaged batches are reported (:attr:`VerifyReport.damaged`) and left out of the
+    comparison.  With ``all_rows`` every row must be computed and equal; otherwise ``samples``
     rows are drawn from the finished batches.  Predecessors, when stored, must form
     shortest paths: ``d[s, p] + w(p, v) == d[s, v]`` for every target ``v`` with
     predecessor ``p``, and ``-1`` exactly at the source and unreachable targets.
@@ -44,14 +51,19 @@ def verify_store(path, *, samples: int | None = 64, all_rows: bool = False,
     graph = store.load_graph()
     plan = store.plan()
     done = store.done_mask()
+    report = VerifyReport()
+    report.missing_batches = [int(b) for b in np.flatnonzero(~done)]
+    report.damaged = damaged_batches(store, deep=True)
     rows_done = np.zeros(plan.n_sources, dtype=bool)
     for b in np.flatnonzero(done):
+        if int(b) in report.damaged:
+            continue
         start, stop = plan.rows(int(b))
         rows_done[start:stop] = True
-    report = VerifyReport()
     if all_rows:
         rows = np.arange(plan.n_sources)
-        report.rows_missing = int((~rows_done).sum())
+        report.rows_missing = sum(plan.rows(b)[1] - plan.rows(b)[0]
+                                  for b in report.missing_batches)
         rows = rows[rows_done]
     else:
         candidates = np.flatnonzero(rows_done)

@@ -111,7 +111,7 @@ def _layout(arr: zarr.Array) -> _Layout:
     return lay
 
 
-def write_chunk(arr: zarr.Array, coords: tuple, chunk: np.ndarray) -> int:
+def write_chunk(arr: zarr.Array, coords: tuple, chunk: np.ndarray, guard=None) -> int:
     """Store one whole chunk (its values, shaped as the array's chunks) at ``coords``,
     as Zarr would, without a pass through Zarr's event loop where the layout allows:
     in a worker whose threads are busy, each such pass cost about 2 ms."""
@@ -123,6 +123,8 @@ def write_chunk(arr: zarr.Array, coords: tuple, chunk: np.ndarray) -> int:
                   for c, n, size in zip(coords, lay.chunks, arr.shape))
     inside = tuple(slice(0, w.stop - w.start) for w in where)
     if not lay.ok or lay.shard is not None:      # Zarr writes it (into its shard)
+        if guard is not None:
+            guard()
         arr[where] = chunk[inside]
         return 0
     if any(s.stop < n for s, n in zip(inside, lay.chunks)):
@@ -130,7 +132,7 @@ def write_chunk(arr: zarr.Array, coords: tuple, chunk: np.ndarray) -> int:
         padded = np.full(lay.chunks, lay.fill, dtype=lay.dtype)
         padded[inside] = chunk[inside]
         chunk = padded
-    return lay.put_key(tuple(coords), lay.encode(chunk))
+    return lay.put_key(tuple(coords), lay.encode(chunk), guard)
 
 
 def update_attributes(group: zarr.Group, updates: dict) -> None:
@@ -163,7 +165,7 @@ def _host_tile(block: np.ndarray, j: int, cr: int, cc: int, fill) -> np.ndarray:
     return tile
 
 
-def write_block(arr: zarr.Array, start: int, block, staging=None) -> dict:
+def write_block(arr: zarr.Array, start: int, block, staging=None, guard=None) -> dict:
     """Write ``block`` as rows ``start ..`` of ``arr``, whole chunks (whole shards,
     where the array's shards are rows of chunks).
 
@@ -172,7 +174,9 @@ def write_block(arr: zarr.Array, start: int, block, staging=None) -> dict:
     into chunks, or compresses into frames, on the device.
 
     ``start`` must be a multiple of the row chunk; the block must end at a chunk
-    boundary or at the array's last row.  Returns ``{"copy_s", "encode_s", "bytes"}``:
+    boundary or at the array's last row.  ``guard()`` is called right before each
+    file is put in place; it raises to refuse the write (see
+    :class:`mgapsp.store.lock.RunGuard`), and the files are then left out.  Returns ``{"copy_s", "encode_s", "bytes"}``:
     seconds cutting and copying the block to the host, seconds until every chunk was
     stored after that, and the stored bytes.
     """
@@ -189,13 +193,15 @@ def write_block(arr: zarr.Array, start: int, block, staging=None) -> dict:
     t0 = time.perf_counter()
     if not lay.ok:
         host = block.get() if device else block
+        if guard is not None:
+            guard()
         arr[start:stop, :] = host
         return {"copy_s": 0.0, "encode_s": time.perf_counter() - t0, "bytes": 0}
     gpu_frames = device and _device_frames(lay, staging)
     pool = _pool("store" if gpu_frames else "write", gpu=staging is not None)
     i = start // cr
     n_chunks = -(-arr.shape[1] // cc)
-    row = _ShardRow(lay, i) if lay.shard is not None else _ChunkFiles(lay, i)
+    row = _ShardRow(lay, i, guard) if lay.shard is not None else _ChunkFiles(lay, i, guard)
     futures: list[Future] = []
     copy_s = 0.0
     try:

@@ -1,0 +1,163 @@
+"""Finding damaged batches in a store without recomputing them.
+
+Every chunk of a store made by this mgapsp ends with its CRC-32C (Zarr's ``crc32c``
+codec), and every shard with its index's CRC-32C.  :func:`damaged_batches` reads a
+batch's files and checks them:
+
+- ``quick``: each file is there, and each shard's index is whole (its CRC holds, its
+  chunks lie inside the file).  One small read per shard: what ``--resume`` and
+  ``info`` do.
+- ``deep``: every chunk's bytes against their CRC too (or, in a store made before
+  chunks had one, through their decoder).  Reads everything: what ``verify`` and
+  ``repair`` do.
+
+A flagged batch that fails is damaged; its rows are computed again by ``repair``.
+"""
+
+from __future__ import annotations
+
+import os
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+
+from .files import _NO_CHUNK, _Layout, crc32c
+from .layout import Store
+
+__all__ = ["damaged_batches", "batch_ranges"]
+
+
+def damaged_batches(store: Store, batches=None, *, deep: bool = False,
+                    threads: int = 8) -> dict[int, str]:
+    """``{batch: what is wrong}`` for the batches (default: the flagged ones) whose
+    stored rows are damaged or missing."""
+    if batches is None:
+        batches = np.flatnonzero(store.done_mask())
+    batches = [int(b) for b in batches]
+    names = ["distances"] + (["predecessors"] if store.job["predecessors"] else [])
+    layouts = [(name, _Layout(store.array(name))) for name in names]
+    if not batches:
+        return {}
+
+    def check(b: int) -> str | None:
+        for name, lay in layouts:
+            problem = _check_row(lay, b, deep)
+            if problem:
+                return problem
+        return None
+
+    with ThreadPoolExecutor(max(1, min(threads, len(batches)))) as pool:
+        found = list(pool.map(check, batches))
+    return {b: p for b, p in zip(batches, found) if p}
+
+
+def batch_ranges(batches) -> list[str]:
+    """``[3, 4, 5, 9]`` -> ``["3-5", "9"]``."""
+    out: list[str] = []
+    batches = sorted(int(b) for b in batches)
+    k = 0
+    while k < len(batches):
+        j = k
+        while j + 1 < len(batches) and batches[j + 1] == batches[j] + 1:
+            j += 1
+        out.append(str(batches[k]) if j == k else f"{batches[k]}-{batches[j]}")
+        k = j + 1
+    return out
+
+
+def _check_row(lay: _Layout, row: int, deep: bool) -> str | None:
+    """What is wrong with the stored row of chunks ``row`` of ``lay``'s array."""
+    arr = lay.arr
+    if not lay.ok or lay.root is None:
+        return _check_by_reading(arr, row) if deep else None
+    n_cols = -(-arr.shape[1] // lay.chunks[1])
+    if lay.shard is None:
+        for j in range(n_cols):
+            problem = _check_chunk_file(lay, lay.key((row, j)), deep)
+            if problem:
+                return problem
+        return None
+    per = lay.shard
+    for s in range(-(-n_cols // per)):
+        key = lay.key((row, s))
+        problem = _check_shard(lay, key, min(per, n_cols - s * per), per, deep)
+        if problem:
+            return problem
+    return None
+
+
+def _read(path, offset: int = 0, size: int | None = None) -> bytes:
+    with open(path, "rb") as fh:
+        fh.seek(offset)
+        return fh.read() if size is None else fh.read(size)
+
+
+def _size(path, key: str) -> tuple[int, str | None]:
+    """The file's size, and what is wrong where it is missing or empty."""
+    try:
+        size = os.stat(path).st_size
+    except FileNotFoundError:
+        return 0, f"{key} is missing"
+    return size, (f"{key} is empty" if size == 0 else None)
+
+
+def _check_chunk_file(lay: _Layout, key: str, deep: bool) -> str | None:
+    path = lay.root / key
+    size, problem = _size(path, key)
+    if problem:
+        return problem
+    if deep:
+        return _check_chunk(lay, _read(path), key)
+    return f"{key} is too short" if lay.crc and size <= 4 else None
+
+
+def _check_chunk(lay: _Layout, data: bytes, where: str) -> str | None:
+    """A chunk's stored bytes against their CRC, or through their decoder."""
+    if lay.crc:
+        if len(data) < 4 or crc32c(data[:-4]) != data[-4:]:
+            return f"{where} fails its checksum"
+        return None
+    want = int(np.prod(lay.chunks)) * lay.dtype.itemsize
+    try:
+        raw = lay.codec.decode(data) if lay.codec is not None else data
+        if len(memoryview(raw).cast("B")) != want:
+            raise ValueError("size")
+    except Exception:   # numcodecs raises several types for a bad frame
+        return f"{where} cannot be decoded"
+    return None
+
+
+def _check_shard(lay: _Layout, key: str, n_chunks: int, per: int, deep: bool) -> str | None:
+    path = lay.root / key
+    tail = 16 * per + 4
+    size, problem = _size(path, key)
+    if problem:
+        return problem
+    if size < tail:
+        return f"{key} is truncated ({size} bytes)"
+    data = _read(path) if deep else None
+    end = data[-tail:] if deep else _read(path, size - tail, tail)
+    if crc32c(end[:-4]) != end[-4:]:
+        return f"{key}: its index fails its checksum (damaged or truncated)"
+    index = np.frombuffer(end[:-4], dtype="<u8").reshape(per, 2)
+    for k in range(n_chunks):
+        offset, nbytes = (int(x) for x in index[k])
+        if offset == _NO_CHUNK:
+            return f"{key}: chunk {k} is missing"
+        if offset + nbytes > size - tail:
+            return f"{key}: chunk {k} lies beyond the file's end (truncated)"
+        if deep:
+            problem = _check_chunk(lay, data[offset:offset + nbytes], f"{key}: chunk {k}")
+            if problem:
+                return problem
+    return None
+
+
+def _check_by_reading(arr, row: int) -> str | None:
+    """A store laid out otherwise: read the row of chunks through Zarr."""
+    r0 = row * arr.chunks[0]
+    try:
+        arr[r0:min(r0 + arr.chunks[0], arr.shape[0]), :]
+    except Exception as exc:    # zarr and its codecs raise several types
+        return f"{arr.path} rows {r0}.. cannot be read: {str(exc)[:120]}"
+    return None

@@ -1,0 +1,424 @@
+"""The fault campaign: real clusters, real processes, real files, damaged on purpose.
+
+Each scenario starts what a user would (a Dask scheduler and workers as separate
+processes, the ``mgapsp`` command), breaks something (SIGKILLs, a second run, a
+damaged file) and returns what came of it.  ``tests/test_reliability.py`` asserts on
+the outcomes; a maintainer repeats the whole campaign with::
+
+    python tests/faults.py            # prints one line per scenario, exit 1 on a failure
+
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+DATA = ROOT / "tests" / "data"
+
+
+def env(**extra) -> dict:
+    e = dict(os.environ)
+    e["PYTHONPATH"] = os.pathsep.join([str(ROOT), e.get("PYTHONPATH", "")]).rstrip(os.pathsep)
+    e.update({k: str(v) for k, v in extra.items()})
+    return e
+
+
+@dataclass
+class Outcome:
+    """What a command did: its exit status, standard error's lines, its seconds."""
+    rc: int
+    out: str
+    err: str
+    seconds: float
+
+    @property
+    def err_lines(self) -> list[str]:
+        return [line for line in self.err.splitlines() if line.strip()]
+
+    @property
+    def one_line_error(self) -> bool:
+        """Exit status 1 and exactly one line on stderr, ``error: ...``."""
+        lines = self.err_lines
+        return self.rc == 1 and len(lines) == 1 and lines[0].startswith("error: ")
+
+
+def mgapsp(*args, timeout: float = 300, **environ) -> Outcome:
+    t = time.monotonic()
+    p = subprocess.run([sys.executable, "-m", "mgapsp", *map(str, args)], capture_output=True,
+                       text=True, timeout=timeout, env=env(**environ), cwd=ROOT)
+    return Outcome(p.returncode, p.stdout, p.stderr, time.monotonic() - t)
+
+
+def start_mgapsp(*args, **environ) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "mgapsp", *map(str, args)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=env(**environ), cwd=ROOT)
+
+
+def finish(proc: subprocess.Popen, t0: float, timeout: float = 300) -> Outcome:
+    out, err = proc.communicate(timeout=timeout)
+    return Outcome(proc.returncode, out, err, time.monotonic() - t0)
+
+
+class Cluster:
+    """A Dask scheduler and workers, each a process of its own, met through a
+    scheduler file (as ``cluster/start-cluster.sh`` starts them)."""
+
+    def __init__(self, workdir: Path):
+        self.dir = Path(workdir)
+        self.file = self.dir / "scheduler.json"
+        self.scheduler: subprocess.Popen | None = None
+        self.workers: list[subprocess.Popen] = []
+        self.log = open(self.dir / "cluster.log", "w")
+
+    def start(self, n_workers: int = 2) -> "Cluster":
+        self.scheduler = subprocess.Popen(
+            [sys.executable, "-m", "distributed.cli.dask_scheduler", "--host", "127.0.0.1",
+             "--scheduler-file", str(self.file), "--no-dashboard", "--port", "0",
+             "--dashboard-address", "127.0.0.1:0"],
+            stdout=self.log, stderr=subprocess.STDOUT, env=env())
+        deadline = time.monotonic() + 60
+        while not self.file.exists() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        self.add_workers(n_workers)
+        self.wait_for_workers(n_workers)
+        return self
+
+    def add_workers(self, n: int) -> None:
+        for _ in range(n):
+            self.workers.append(subprocess.Popen(
+                [sys.executable, "-m", "distributed.cli.dask_worker", "--scheduler-file",
+                 str(self.file), "--nthreads", "1", "--no-nanny", "--no-dashboard",
+                 "--dashboard-address", "127.0.0.1:0", "--host", "127.0.0.1",
+                 "--memory-limit", "0"],
+                stdout=self.log, stderr=subprocess.STDOUT, env=env()))
+
+    def n_workers(self) -> int:
+        from distributed import Client
+
+        with Client(scheduler_file=str(self.file), timeout=30) as c:
+            return len(c.scheduler_info(n_workers=-1)["workers"])
+
+    def wait_for_workers(self, n: int, timeout: float = 60) -> None:
+        from distributed import Client
+
+        with Client(scheduler_file=str(self.file), timeout=30) as c:
+            c.wait_for_workers(n, timeout=timeout)
+
+    def kill_workers(self) -> None:
+        for w in self.workers:
+            with contextlib.suppress(ProcessLookupError):
+                w.send_signal(signal.SIGKILL)
+        for w in self.workers:
+            w.wait()
+        self.workers = []
+
+    def kill_scheduler(self) -> None:
+        self.scheduler.send_signal(signal.SIGKILL)
+        self.scheduler.wait()
+
+    def close(self) -> None:
+        self.kill_workers()
+        if self.scheduler and self.scheduler.poll() is None:
+            self.kill_scheduler()
+        self.log.close()
+
+    def __enter__(self) -> "Cluster":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def flags(store: Path) -> int:
+    """Batches flagged done in ``store`` (a file each)."""
+    d = Path(store) / "batch_done" / "c"
+    return len(list(d.iterdir())) if d.exists() else 0
+
+
+def wait_for_flags(store: Path, k: int, proc: subprocess.Popen | None = None,
+                   timeout: float = 120) -> int:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        n = flags(store)
+        if n >= k:
+            return n
+        if proc is not None and proc.poll() is not None:
+            return n
+        time.sleep(0.02)
+    return flags(store)
+
+
+#: a job of some seconds on two CPU workers: 96 sources of New York's road network in
+#: batches of 2 (SciPy's Dijkstra over 264,346 vertices per source)
+SLOW_JOB = [DATA / "NY.pace.gr.gz", "--sources", None, "--batch-size", 2, "--backend", "cpu",
+            "-q"]
+
+
+def slow_job(workdir: Path, n_sources: int = 96) -> list:
+    src = Path(workdir) / "sources.txt"
+    src.write_text("\n".join(str(i) for i in range(1, 264_346, 264_346 // n_sources)
+                             [:n_sources]))
+    job = list(SLOW_JOB)
+    job[2] = src
+    return job
+
+
+def verify_all(store) -> Outcome:
+    return mgapsp("verify", store, "--all")
+
+
+# -- scenarios ----------------------------------------------------------------------
+
+def all_workers_killed(workdir: Path, *, replace: bool) -> dict:
+    """Every worker SIGKILLed mid-job; new ones join (``replace``) or none do."""
+    workdir = Path(workdir)
+    out = workdir / "killed.zarr"
+    with Cluster(workdir).start(2) as cluster:
+        t0 = time.monotonic()
+        proc = start_mgapsp("run", *slow_job(workdir), "-o", out, "--scheduler-file",
+                            cluster.file, DASK_MGAPSP__CLUSTER__WORKER_WAIT=8)
+        before = wait_for_flags(out, 4, proc)
+        cluster.kill_workers()
+        t_kill = time.monotonic()
+        if replace:
+            cluster.add_workers(2)
+        result = finish(proc, t0)
+    return {"outcome": result, "flags_at_kill": before, "store": out,
+            "seconds_after_kill": time.monotonic() - t_kill}
+
+
+def scheduler_killed(workdir: Path) -> dict:
+    workdir = Path(workdir)
+    out = workdir / "sched.zarr"
+    with Cluster(workdir).start(2) as cluster:
+        t0 = time.monotonic()
+        proc = start_mgapsp("run", *slow_job(workdir), "-o", out, "--scheduler-file",
+                            cluster.file)
+        before = wait_for_flags(out, 4, proc)
+        cluster.kill_scheduler()
+        result = finish(proc, t0)
+    return {"outcome": result, "flags_at_kill": before, "store": out}
+
+
+def second_run_while_first_runs(workdir: Path, first: str, second: str) -> dict:
+    """A second ``mgapsp run`` (``--resume`` or ``--overwrite``) on the store of a run
+    in progress."""
+    workdir = Path(workdir)
+    out = workdir / "two.zarr"
+    job = slow_job(workdir)
+    t0 = time.monotonic()
+    proc = start_mgapsp("run", *job, "-o", out, first, "--workers", 2)
+    wait_for_flags(out, 2, proc)
+    running = proc.poll() is None
+    other = mgapsp("run", *job, "-o", out, second, "--workers", 2)
+    result = finish(proc, t0)
+    return {"first": result, "second": other, "second_while_first_ran": running,
+            "store": out}
+
+
+def killed_client_then_overwrite(workdir: Path) -> dict:
+    """The issue's silent-wrong-data case: a directed run's client SIGKILLed while its
+    workers (an external cluster) compute; an ``--overwrite --undirected`` run on the
+    same path right after.  The old run's workers must write nothing into the new
+    store."""
+    workdir = Path(workdir)
+    out = workdir / "over.zarr"
+    job = slow_job(workdir, 48)
+    with Cluster(workdir).start(2) as cluster:
+        proc = start_mgapsp("run", *job, "-o", out, "--overwrite", "--directed",
+                            "--scheduler-file", cluster.file)
+        before = wait_for_flags(out, 2, proc)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        second = mgapsp("run", *job, "-o", out, "--overwrite", "--undirected",
+                        "--scheduler-file", cluster.file)
+    return {"flags_at_kill": before, "second": second, "verify": verify_all(out),
+            "store": out}
+
+
+def overwrite_foreign(workdir: Path, kind: str) -> dict:
+    """``--overwrite`` aimed at a regular file or at someone else's Zarr group."""
+    workdir = Path(workdir)
+    target = workdir / f"theirs-{kind}"
+    if kind == "file":
+        target.write_bytes(os.urandom(4096))
+    else:
+        import zarr
+
+        g = zarr.open_group(target, mode="w")
+        g.create_array("x", shape=(100,), dtype="f8")[:] = np.arange(100.0)
+    before = _snapshot(target)
+    result = mgapsp("run", DATA / "rome99.gr", "-o", target, "--overwrite", "--backend",
+                    "cpu", "--workers", 1, "-q")
+    return {"outcome": result, "unchanged": _snapshot(target) == before}
+
+
+def _snapshot(path: Path) -> dict:
+    path = Path(path)
+    if path.is_file():
+        return {".": path.read_bytes()}
+    return {str(p.relative_to(path)): p.read_bytes() for p in sorted(path.rglob("*"))
+            if p.is_file()}
+
+
+#: damage done to a finished store, each to a different batch: (name, shards, action)
+DAMAGE = {
+    "shard deleted": (True, lambda s: os.remove(_shard(s, 1))),
+    "shard emptied": (True, lambda s: open(_shard(s, 2), "wb").close()),
+    "shard truncated": (True, lambda s: _truncate(_shard(s, 3))),
+    "shard index flipped": (True, lambda s: _flip(_shard(s, 4), -12, 1)),
+    "64 bytes of LZ4 data flipped": (True, lambda s: _flip(_shard(s, 5), 40, 64)),
+    "predecessor shard flipped": (True, lambda s: _flip(_shard(s, 6, "predecessors"), 40, 8)),
+    "flag deleted": (True, lambda s: os.remove(Path(s) / "batch_done" / "c" / "7")),
+    "partial file left": (True, lambda s: (_shard(s, 0).parent / "0.dead.partial")
+                          .write_bytes(b"half")),
+    "chunk file deleted": (False, lambda s: os.remove(Path(s) / "distances" / "c" / "1" / "0")),
+    "chunk bytes flipped": (False, lambda s: _flip(Path(s) / "distances" / "c" / "2" / "0",
+                                                   30, 16)),
+}
+
+
+def _shard(store, batch: int, array: str = "distances") -> Path:
+    return Path(store) / array / "c" / str(batch) / "0"
+
+
+def _truncate(path: Path) -> None:
+    os.truncate(path, os.path.getsize(path) // 2)
+
+
+def _flip(path: Path, offset: int, n: int) -> None:
+    data = bytearray(Path(path).read_bytes())
+    start = offset % len(data)
+    for k in range(start, min(start + n, len(data))):
+        data[k] ^= 0xA5
+    Path(path).write_bytes(bytes(data))
+
+
+def damaged_store(workdir: Path, name: str) -> dict:
+    """A finished store damaged one way: what ``verify``, ``info``, ``path`` say, then
+    ``repair`` and ``verify --all``."""
+    workdir = Path(workdir)
+    shards, damage = DAMAGE[name]
+    out = workdir / "damaged.zarr"
+    made = mgapsp("run", DATA / "rome99.gr", "-o", out, "--backend", "cpu", "--workers", 2,
+                  "--batch-size", 256, "--predecessors", "-q", "--overwrite",
+                  "--shards" if shards else "--no-shards")
+    assert made.rc == 0, made.err
+    damage(out)
+    return {"verify": mgapsp("verify", out, "--samples", 8), "info": mgapsp("info", out),
+            "repair": mgapsp("repair", out, "--backend", "cpu", "--workers", 2),
+            "verify_all": verify_all(out),
+            "partials": [str(p) for p in out.rglob("*.partial")]}
+
+
+def huge_declared_counts(workdir: Path) -> dict:
+    """Two-line files declaring two billion vertices, in every format."""
+    workdir = Path(workdir)
+    files = {
+        "snap": ("big.txt", "0 1\n2000000000 1\n"),
+        "dimacs": ("big.gr", "p sp 2000000000 1\na 1 2 1\n"),
+        "pace": ("big-tw.gr", "p tw 2000000000 1\n1 2\n"),
+        "mtx": ("big.mtx", "%%MatrixMarket matrix coordinate real general\n"
+                           "2000000000 2000000000 1\n1 2 1.0\n"),
+        "mtx-array": ("bigarr.mtx", "%%MatrixMarket matrix array real general\n"
+                                    "2000000000 2000000000\n1.0\n"),
+        "tntp": ("big_net.tntp", "<NUMBER OF ZONES> 1\n<NUMBER OF NODES> 2000000000\n"
+                                 "<FIRST THRU NODE> 1\n<NUMBER OF LINKS> 1\n"
+                                 "<END OF METADATA>\n~ init term cap len\n1 2 1 1 ;\n"),
+        "tsplib": ("big.tsp", "NAME: big\nTYPE: TSP\nDIMENSION: 2000000000\n"
+                              "EDGE_WEIGHT_TYPE: EXPLICIT\nEDGE_WEIGHT_FORMAT: FULL_MATRIX\n"
+                              "EDGE_WEIGHT_SECTION\n0 1\n1 0\nEOF\n"),
+    }
+    results = {}
+    for fmt, (name, text) in files.items():
+        path = workdir / name
+        path.write_text(text)
+        out = workdir / f"{fmt}.zarr"
+        code = ("import resource, sys, mgapsp\n"
+                "try:\n    g = mgapsp.read_graph(sys.argv[1])\n    msg = f'read n={g.n}'\n"
+                "except mgapsp.MgapspError as e:\n    msg = 'error: ' + str(e)\n"
+                "print(msg)\n"
+                "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)\n")
+        p = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True,
+                           text=True, env=env(), timeout=120)
+        lines = p.stdout.splitlines()
+        results[fmt] = {"read": lines[0] if lines else p.stderr[-300:],
+                        "max_rss_mb": int(lines[1]) / 1024 if len(lines) > 1 else None,
+                        "cli": mgapsp("run", path, "-o", out, "--backend", "cpu",
+                                      "--workers", 1, "-q"),
+                        "store_made": out.exists()}
+    return results
+
+
+# -- the campaign -------------------------------------------------------------------
+
+def main() -> int:
+    rows: list[tuple[str, bool, str]] = []
+
+    def record(name, ok, detail):
+        rows.append((name, bool(ok), detail))
+        print(f"{'ok  ' if ok else 'FAIL'} {name}: {detail}", flush=True)
+
+    def scratch():
+        return Path(tempfile.mkdtemp(prefix="mgapsp-faults-"))
+
+    r = all_workers_killed(scratch(), replace=True)
+    v = verify_all(r["store"])
+    record("all workers killed, two new ones join", r["outcome"].rc == 0 and v.rc == 0,
+           f"killed at {r['flags_at_kill']} batches; job exit {r['outcome'].rc}, "
+           f"{r['seconds_after_kill']:.1f} s after the kill; verify --all exit {v.rc}")
+    r = all_workers_killed(scratch(), replace=False)
+    record("all workers killed, none back", r["outcome"].one_line_error,
+           f"exit {r['outcome'].rc} after {r['seconds_after_kill']:.1f} s: "
+           f"{r['outcome'].err_lines[-1:]}")
+    r = scheduler_killed(scratch())
+    record("scheduler killed mid-job", r["outcome"].one_line_error,
+           f"exit {r['outcome'].rc}: {r['outcome'].err_lines[-1:]}")
+    for first, second in (("--overwrite", "--resume"), ("--overwrite", "--overwrite")):
+        r = second_run_while_first_runs(scratch(), first, second)
+        v = verify_all(r["store"])
+        record(f"{second} while a run is in progress",
+               r["second"].one_line_error and "in use by run" in r["second"].err
+               and r["first"].rc == 0 and v.rc == 0,
+               f"second exit {r['second'].rc}: {r['second'].err_lines[-1:]}; first exit "
+               f"{r['first'].rc}; verify --all exit {v.rc}")
+    r = killed_client_then_overwrite(scratch())
+    record("client killed, --overwrite --undirected on its store",
+           r["second"].rc == 0 and r["verify"].rc == 0,
+           f"killed at {r['flags_at_kill']} batches; second exit {r['second'].rc}; "
+           f"verify --all exit {r['verify'].rc}")
+    for kind in ("file", "zarr"):
+        r = overwrite_foreign(scratch(), kind)
+        record(f"--overwrite on a foreign {kind}", r["outcome"].one_line_error and r["unchanged"],
+               f"{r['outcome'].err_lines[-1:]}; bytes unchanged: {r['unchanged']}")
+    for name in DAMAGE:
+        r = damaged_store(scratch(), name)
+        record(f"damage: {name}", r["repair"].rc == 0 and r["verify_all"].rc == 0
+               and not r["partials"],
+               f"verify exit {r['verify'].rc}, repair exit {r['repair'].rc}, "
+               f"verify --all exit {r['verify_all'].rc}")
+    for fmt, r in huge_declared_counts(scratch()).items():
+        ok = (r["cli"].one_line_error or r["cli"].rc == 0) and (r["max_rss_mb"] or 1e9) < 1024
+        record(f"two billion vertices declared ({fmt})", ok and not (
+            r["cli"].rc and r["store_made"]),
+               f"{r['read'][:100]}; peak {r['max_rss_mb'] or 0:.0f} MB")
+    failed = [name for name, ok, _ in rows if not ok]
+    print(f"\n{len(rows) - len(failed)} of {len(rows)} scenarios held"
+          + (f"; failed: {', '.join(failed)}" if failed else ""))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

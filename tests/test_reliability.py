@@ -1,0 +1,464 @@
+"""Reliability: no job hangs, one run per store, damage found and repaired, one line.
+
+The scenarios are in ``tests/faults.py`` (real scheduler and worker processes, the
+``mgapsp`` command, SIGKILLs, damaged files); a maintainer runs them all with
+``python tests/faults.py``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+import zarr
+
+import faults
+import mgapsp
+from mgapsp import StoreError
+from mgapsp.jobs.driver import run_job
+from mgapsp.jobs.tasks import run_batch
+from mgapsp.store import Store, StoreLock, damaged_batches, new_run_id
+
+from helpers import assert_distances_equal, scipy_distances
+
+
+@pytest.fixture(scope="module")
+def rome(data_dir):
+    return mgapsp.read_graph(data_dir / "rome99.gr")
+
+
+def _store(graph, client, path, **kw):
+    kw.setdefault("batch_size", 256)
+    run_job(graph, path, client, dtype="float64", **kw)
+    return Store.open(path)
+
+
+# -- progress or a clear end ------------------------------------------------------
+
+@pytest.mark.slow
+def test_all_workers_killed_and_replaced_the_job_completes(tmp_path):
+    r = faults.all_workers_killed(tmp_path, replace=True)
+    assert 4 <= r["flags_at_kill"] < 48, "the workers were not killed mid-job"
+    assert r["outcome"].rc == 0, r["outcome"].err
+    assert faults.verify_all(r["store"]).rc == 0
+
+
+@pytest.mark.slow
+def test_all_workers_killed_none_back_one_line_within_the_wait(tmp_path):
+    r = faults.all_workers_killed(tmp_path, replace=False)
+    assert r["flags_at_kill"] < 48
+    assert r["outcome"].one_line_error, r["outcome"].err
+    assert "none joined within 8 s" in r["outcome"].err
+    assert "--resume" in r["outcome"].err
+    assert r["seconds_after_kill"] < 8 + 20
+
+
+@pytest.mark.slow
+def test_scheduler_killed_one_line(tmp_path):
+    r = faults.scheduler_killed(tmp_path)
+    assert r["flags_at_kill"] < 48
+    assert r["outcome"].one_line_error, r["outcome"].err
+    assert "lost the Dask scheduler" in r["outcome"].err
+
+
+def test_workers_lost_with_nannies_the_job_completes(cpu_client, rome, tmp_path):
+    """Every worker of a LocalCluster killed mid-job: the nannies restart them and
+    Dask reschedules the batches onto the new ones."""
+    import signal
+
+    out = tmp_path / "nanny.zarr"
+    pids = list(cpu_client.run(os.getpid).values())
+    killed = []
+
+    def kill_once(report, done, total):
+        if not killed and done >= 256 * 2:
+            for pid in pids:
+                os.kill(pid, signal.SIGKILL)
+            killed.append(done)
+
+    run_job(rome, out, cpu_client, dtype="float64", batch_size=64, on_progress=kill_once)
+    assert killed and killed[0] < rome.n
+    cpu_client.wait_for_workers(2, timeout=60)
+    got = Store.open(out).group["distances"][:]
+    assert_distances_equal(got, scipy_distances(rome))
+
+
+def test_the_watchdog_ends_a_job_whose_batches_stall(cpu_client, rome, tmp_path):
+    """No batch finishes within mgapsp.jobs.stall-timeout: one error, not a hang."""
+    import dask
+
+    # a worker that holds its only thread: the batches wait behind it
+    def hold(seconds):
+        time.sleep(seconds)
+
+    blockers = [cpu_client.submit(hold, 20, pure=False, workers=[w])
+                for w in cpu_client.scheduler_info(n_workers=-1)["workers"]]
+    try:
+        with dask.config.set({"mgapsp.jobs.stall-timeout": 2}):
+            t = time.monotonic()
+            with pytest.raises(mgapsp.MgapspError, match="no batch finished in 2 s"):
+                run_job(rome, tmp_path / "stall.zarr", cpu_client, batch_size=256)
+            assert time.monotonic() - t < 15
+    finally:
+        cpu_client.cancel(blockers)
+
+
+# -- one run per store --------------------------------------------------------------
+
+def test_a_second_run_on_a_locked_store_is_refused(cpu_client, rome, tmp_path):
+    out = tmp_path / "locked.zarr"
+    with StoreLock(out, "otherrun0001"):
+        with pytest.raises(StoreError, match="in use by run otherrun0001"):
+            run_job(rome, out, cpu_client, batch_size=256)
+    assert not out.exists()
+    run_job(rome, out, cpu_client, batch_size=256)     # released: it runs
+    assert not StoreLock(out, "x").path.exists()
+
+
+def test_a_stale_lock_is_taken_over(cpu_client, rome, tmp_path):
+    out = tmp_path / "stale.zarr"
+    lock = StoreLock(out, "x").path
+    # a run of this host whose process has ended
+    lock.write_text(json.dumps({"run": "dead", "host": socket.gethostname(),
+                                "pid": 2**22 + 12345}))
+    run_job(rome, out, cpu_client, batch_size=256)
+    assert Store.open(out).done_mask().all()
+    # another host's run: alive while it refreshes the lock, stale once it stops
+    lock.write_text(json.dumps({"run": "far", "host": "elsewhere", "pid": 1}))
+    with pytest.raises(StoreError, match="in use by run far on elsewhere"):
+        run_job(rome, out, cpu_client, batch_size=256, resume=True)
+    old = time.time() - 3600
+    os.utime(lock, (old, old))
+    run_job(rome, out, cpu_client, batch_size=256, resume=True)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("second", ["--resume", "--overwrite"])
+def test_a_second_cli_run_is_refused_while_the_first_runs(tmp_path, second):
+    r = faults.second_run_while_first_runs(tmp_path, "--overwrite", second)
+    assert r["second"].one_line_error, r["second"].err
+    assert "in use by run" in r["second"].err
+    assert r["first"].rc == 0, r["first"].err
+    assert faults.verify_all(r["store"]).rc == 0
+
+
+def test_a_worker_of_another_run_writes_nothing(cpu_client, rome, tmp_path):
+    """The run id in the store: a batch task of an earlier run (a worker that outlived
+    its client) refuses to write once another run owns the store."""
+    out = tmp_path / "owned.zarr"
+    store = _store(rome, cpu_client, out)
+    shard = out / "distances" / "c" / "1" / "0"
+    before = shard.read_bytes()
+    flag = out / "batch_done" / "c" / "1"
+    flag.unlink()
+    store.claim(new_run_id())           # a new run owns the store now
+    plan = store.plan()
+    with pytest.raises(StoreError, match="now belongs to run"):
+        run_batch(str(out), rome.fingerprint, "earlier-run", 1, 256, 512,
+                  plan.sources[256:512], "cpu", "dijkstra", "float64", False)
+    assert shard.read_bytes() == before
+    assert not flag.exists()
+    assert not list(out.rglob("*.partial"))
+
+
+@pytest.mark.slow
+def test_killed_client_then_overwrite_never_mixes_runs(tmp_path):
+    """The issue's silent-wrong-data case: a directed run's client killed while its
+    workers compute, then --overwrite --undirected on the same path."""
+    r = faults.killed_client_then_overwrite(tmp_path)
+    assert r["second"].rc == 0, r["second"].err
+    assert "already done" not in r["second"].out
+    assert r["verify"].rc == 0, r["verify"].out
+
+
+# -- --overwrite deletes only mgapsp stores ------------------------------------------
+
+@pytest.mark.parametrize("kind", ["file", "zarr"])
+def test_overwrite_refuses_what_mgapsp_did_not_make(tmp_path, kind):
+    r = faults.overwrite_foreign(tmp_path, kind)
+    assert r["outcome"].one_line_error, r["outcome"].err
+    assert "refusing" in r["outcome"].err
+    assert r["unchanged"]
+
+
+def test_overwrite_replaces_an_mgapsp_store(cpu_client, rome, tmp_path):
+    out = tmp_path / "again.zarr"
+    _store(rome, cpu_client, out, batch_size=512)
+    (out / "distances" / "c" / "0" / "0.x.partial").write_bytes(b"old")
+    run_job(rome, out, cpu_client, dtype="float64", batch_size=256, overwrite=True)
+    s = Store.open(out)
+    assert s.job["batch_size"] == 256 and s.done_mask().all()
+    assert not list(out.rglob("*.partial"))
+    assert not list(tmp_path.glob("*.deleting-*"))
+
+
+def test_a_half_created_store_is_explained_and_resumable(cpu_client, rome, tmp_path):
+    """A kill while the store was being created leaves zarr.json marked "creating":
+    it is named so, and --resume (or --overwrite) makes it again."""
+    out = tmp_path / "half.zarr"
+    out.mkdir()
+    (out / "zarr.json").write_text(json.dumps({
+        "zarr_format": 3, "node_type": "group", "attributes": {
+            "format_version": 2, "fingerprint": rome.fingerprint, "state": "creating"}}))
+    (out / "distances").mkdir()
+    with pytest.raises(StoreError, match="creation did not finish.*--resume or --overwrite"):
+        Store.open(out)
+    r = faults.mgapsp("info", out)
+    assert r.one_line_error and "creation did not finish" in r.err
+    run_job(rome, out, cpu_client, dtype="float64", batch_size=256, resume=True)
+    assert_distances_equal(Store.open(out).group["distances"][:], scipy_distances(rome))
+
+
+def test_a_failed_creation_leaves_nothing(cpu_client, rome, tmp_path):
+    """Creation that fails (here: a path below a file) leaves no store behind."""
+    (tmp_path / "afile").write_text("x")
+    with pytest.raises((StoreError, OSError)):
+        run_job(rome, tmp_path / "afile" / "s.zarr", cpu_client, batch_size=256)
+    assert (tmp_path / "afile").read_text() == "x"
+
+
+# -- damage found and repaired ------------------------------------------------------
+
+#: damage that changes bytes inside a chunk: only the checksums of every chunk
+#: (verify, repair) find it; the file checks of info and --resume do not read them
+_INSIDE_CHUNKS = ("64 bytes of LZ4 data flipped", "predecessor shard flipped",
+                  "chunk bytes flipped")
+
+
+@pytest.mark.parametrize("name", list(faults.DAMAGE))
+def test_damage_is_found_and_repaired(cpu_client, rome, tmp_path, name):
+    from mgapsp.jobs.driver import check_for_repair, repair_job
+    from mgapsp.store.verify import verify_store
+
+    shards, damage = faults.DAMAGE[name]
+    out = tmp_path / "d.zarr"
+    run_job(rome, out, cpu_client, dtype="float64", batch_size=256, predecessors=True,
+            shards=shards)
+    damage(out)
+    found = verify_store(out, samples=8)
+    quick = damaged_batches(Store.open(out))
+    if name in ("flag deleted", "partial file left"):
+        assert not found.damaged and not quick
+        assert found.missing_batches == ([7] if name == "flag deleted" else [])
+    else:
+        assert not found.ok and len(found.damaged) == 1
+        assert bool(quick) == (name not in _INSIDE_CHUNKS)
+    damaged, todo = check_for_repair(out)
+    assert damaged == found.damaged
+    assert todo == len(found.damaged) + len(found.missing_batches)
+    assert not list(out.rglob("*.partial"))
+    if todo:
+        report = repair_job(out, cpu_client, backend="cpu")
+        assert report.rows_run == 256 * todo
+    final = verify_store(out, all_rows=True)
+    assert final.ok, final
+
+
+@pytest.mark.slow
+def test_repair_from_the_command_line(tmp_path):
+    r = faults.damaged_store(tmp_path, "shard truncated")
+    assert r["verify"].rc == 1 and "batch 3: damaged:" in r["verify"].out
+    assert "damaged: 1 flagged batch(es) fail their checks: 3" in r["info"].out
+    assert r["repair"].rc == 0 and "1 damaged batch(es): 3" in r["repair"].out
+    assert r["verify_all"].rc == 0, r["verify_all"].out
+
+
+def test_resume_recomputes_a_damaged_batch(cpu_client, rome, tmp_path):
+    """--resume does not trust a flag whose shard is gone, emptied or truncated."""
+    out = tmp_path / "res.zarr"
+    _store(rome, cpu_client, out)
+    faults._shard(out, 2).unlink()
+    faults._truncate(faults._shard(out, 5))
+    report = run_job(rome, out, cpu_client, dtype="float64", batch_size=256, resume=True)
+    assert report.repaired_batches == [2, 5]
+    assert report.rows_run == 512
+    assert not damaged_batches(Store.open(out), deep=True)
+    assert_distances_equal(Store.open(out).group["distances"][:], scipy_distances(rome))
+
+
+def test_every_chunk_carries_a_checksum(cpu_client, rome, tmp_path):
+    s = _store(rome, cpu_client, tmp_path / "crc.zarr")
+    codecs = s.group["distances"].metadata.codecs[0].codecs    # inside the shard
+    assert type(codecs[-1]).__name__ == "Crc32cCodec"
+    # Zarr itself checks it on read: a flipped byte is an error, never a value
+    faults._flip(faults._shard(tmp_path / "crc.zarr", 0), 100, 1)
+    fresh = zarr.open_group(tmp_path / "crc.zarr", mode="r")
+    with pytest.raises(Exception, match="checksum"):
+        fresh["distances"][:256]
+
+
+def test_checksums_are_zarrs_crc32c():
+    """The checksum written beside each chunk is the one Zarr's crc32c codec checks, for
+    every kind of buffer the writers pass (frames in pinned arrays, encoded bytes)."""
+    import google_crc32c
+
+    from mgapsp.store.files import crc32c
+
+    rng = np.random.default_rng(0)
+    data = rng.integers(0, 256, 100_003, dtype=np.uint8)
+    for buf in (data, data[7:], data.tobytes(), bytearray(data[:99]), memoryview(data)[5:],
+                data[:0], rng.random(17).astype(np.float32)):
+        raw = np.ascontiguousarray(buf).tobytes() if isinstance(buf, np.ndarray) else bytes(buf)
+        assert crc32c(buf) == int(google_crc32c.value(raw)).to_bytes(4, "little")
+
+
+def test_reads_refuse_damaged_rows(cpu_client, rome, tmp_path):
+    """Result.distance and `mgapsp path` never answer from a damaged row."""
+    out = tmp_path / "p.zarr"
+    run_job(rome, out, cpu_client, dtype="float64", batch_size=256, predecessors=True)
+    faults._shard(out, 0, "predecessors").unlink()
+    faults._flip(faults._shard(out, 1), 50, 32)
+    res = mgapsp.open(out)
+    with pytest.raises(StoreError, match="damaged"):
+        res.path(1, 5)
+    with pytest.raises(StoreError, match="damaged"):
+        res.distance(300, 5)
+    assert res.distance(600, 5) == scipy_distances(rome, [599])[0, 4]
+    r = faults.mgapsp("path", out, 1, 5)
+    assert r.one_line_error and "mgapsp repair" in r.err and "no path" not in r.out
+
+
+# -- one line everywhere -------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def finished(cpu_client, rome, tmp_path_factory):
+    """A finished store with predecessors, made once; tests damage copies of it."""
+    out = tmp_path_factory.mktemp("finished") / "s.zarr"
+    run_job(rome, out, cpu_client, batch_size=512, predecessors=True)
+    return out
+
+
+def _copy(finished, tmp_path) -> Path:
+    import shutil
+
+    return Path(shutil.copytree(finished, tmp_path / "s.zarr"))
+
+
+def _edit_attrs(out: Path, edit) -> None:
+    meta = json.loads((out / "zarr.json").read_text())
+    edit(meta["attributes"])
+    (out / "zarr.json").write_text(json.dumps(meta))
+
+
+@pytest.mark.parametrize("damage", [
+    "truncated shard", "damaged index", "attribute missing", "array missing",
+    "job key missing", "batch size edited"])
+@pytest.mark.parametrize("slow_too", [False, pytest.param(True, marks=pytest.mark.slow)])
+def test_damaged_stores_get_one_line(finished, tmp_path, data_dir, damage, slow_too):
+    """info, verify, path (and, in the slow tier, run --resume) on a damaged store."""
+    out = _copy(finished, tmp_path)
+    if damage == "truncated shard":
+        faults._truncate(faults._shard(out, 0))
+    elif damage == "damaged index":
+        faults._flip(faults._shard(out, 0), -20, 4)
+    elif damage == "attribute missing":
+        _edit_attrs(out, lambda a: a.pop("job"))
+    elif damage == "array missing":
+        import shutil
+
+        shutil.rmtree(out / "distances")
+    elif damage == "job key missing":
+        _edit_attrs(out, lambda a: a["job"].pop("n_batches"))
+    else:
+        _edit_attrs(out, lambda a: a["job"].update(batch_size=100))
+    commands = [["info", out], ["verify", out], ["path", out, 1, 5]]
+    if slow_too:
+        commands.append(["run", data_dir / "rome99.gr", "-o", out, "--resume",
+                         "--predecessors", "--backend", "cpu", "--workers", 1, "-q"])
+    for cmd in commands:
+        r = faults.mgapsp(*cmd)
+        if damage in ("truncated shard", "damaged index") and cmd[0] in ("info", "run"):
+            # found and reported (info) or computed again (--resume)
+            assert r.rc == 0, r.err
+            continue
+        assert r.one_line_error, (cmd[0], r.err)
+
+
+def test_targets_that_the_first_source_never_reaches(tmp_path, data_dir):
+    """A successful job whose first row reaches none of the targets: a summary, not
+    a traceback."""
+    edges = tmp_path / "g.txt"
+    edges.write_text("0 1 1\n2 3 1\n3 2 1\n")
+    (tmp_path / "t.txt").write_text("2 3\n")
+    r = faults.mgapsp("run", edges, "-o", tmp_path / "t.zarr", "--targets",
+                      tmp_path / "t.txt", "--backend", "cpu", "--workers", 1, "-q")
+    assert r.rc == 0, r.err
+    assert "0 of 2 targets reachable" in r.out
+
+
+def test_unexpected_errors_are_one_line(tmp_path):
+    """What no check foresaw still prints one line (-vv shows the traceback)."""
+    r = faults.mgapsp("info", tmp_path)     # a directory that is no store at all
+    assert r.one_line_error, r.err
+
+
+def test_disk_errors_name_the_file(tmp_path):
+    """A write that fails names the file it was writing: a full disk (/dev/full
+    answers every write with ENOSPC) and a directory that cannot be made."""
+    import errno
+
+    from mgapsp.store.files import _pwrite, _write_file
+
+    if not os.path.exists("/dev/full"):
+        pytest.skip("no /dev/full on this system")
+    fd = os.open("/dev/full", os.O_WRONLY)
+    try:
+        with pytest.raises(OSError) as info:
+            _pwrite(fd, b"x" * 4096, 0, tmp_path / "s.zarr" / "c" / "0.partial")
+    finally:
+        os.close(fd)
+    assert info.value.errno == errno.ENOSPC
+    assert str(tmp_path / "s.zarr" / "c" / "0.partial") in str(info.value)
+    (tmp_path / "afile").write_text("x")
+    with pytest.raises(OSError) as info:
+        _write_file(tmp_path / "afile" / "c" / "0", b"data")
+    assert str(tmp_path / "afile") in str(info.value)
+
+
+@pytest.mark.slow
+def test_huge_declared_counts_are_one_line_in_little_memory(tmp_path):
+    results = faults.huge_declared_counts(tmp_path)
+    for fmt, r in results.items():
+        assert r["max_rss_mb"] is not None and r["max_rss_mb"] < 1024, (fmt, r)
+        if fmt == "snap":       # ids of an edge list are labels: a 3-vertex graph
+            assert r["read"] == "read n=3" and r["cli"].rc == 0, (fmt, r)
+            continue
+        assert r["read"].startswith("error: "), (fmt, r)
+        # the value (or, for a dense MatrixMarket array, its unsupported banner) named
+        assert any(v in r["read"] for v in ("2,000,000,000", "2000000000", "'array'")), r
+        assert r["cli"].one_line_error, (fmt, r["cli"].err)
+        assert not r["store_made"]
+
+
+# -- on the GPU: frames compressed on the device carry their checksums too -------------
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("shards", [True, False])
+@pytest.mark.parametrize("compression", ["lz4", "zstd"])
+def test_gpu_written_chunks_pass_their_checksums(gpu_client, data_dir, tmp_path, shards,
+                                                 compression):
+    """LZ4 frames made on the GPU (and zstd chunks compressed on the host) are stored
+    with the CRC-32C that Zarr checks on read; a damaged one is found and repaired."""
+    from mgapsp.jobs.driver import check_for_repair, repair_job
+
+    graph = mgapsp.read_graph(data_dir / "p2p-Gnutella08.txt")
+    out = tmp_path / "g.zarr"
+    run_job(graph, out, gpu_client, backend="gpu", batch_size=512, shards=shards,
+            compression=compression, sources=graph.labels[:2048])
+    store = Store.open(out)
+    assert not damaged_batches(store, deep=True)
+    assert_distances_equal(store.group["distances"][:], scipy_distances(graph, range(2048)),
+                           dtype="float32")
+    victim = faults._shard(out, 1) if shards else out / "distances" / "c" / "1" / "0"
+    faults._flip(victim, 64, 32)
+    damaged, todo = check_for_repair(out)
+    assert list(damaged) == [1] and todo == 1
+    repair_job(out, gpu_client, backend="gpu")
+    assert not damaged_batches(Store.open(out), deep=True)
+    assert_distances_equal(Store.open(out).group["distances"][:],
+                           scipy_distances(graph, range(2048)), dtype="float32")
