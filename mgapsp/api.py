@@ -12,10 +12,10 @@ from .backends import get_backend
 from .devices import gpu_count
 from .errors import InsufficientMemoryError, MgapspError, quote
 from .graph import Graph
-from .jobs.cluster import connect
+from .jobs.cluster import connect, one_process
 from .jobs.driver import run_job
 from .memory import available_memory
-from .plan import plan_job
+from .plan import plan_job, small_job
 from .readers import as_graph
 from .results import Result
 from .store import Store
@@ -120,7 +120,9 @@ def apsp(graph, *, out=None, algorithm: str = "auto", backend: str = "auto",
                 compression=compression, shards=shards, **options)
     else:
         backend = resolve_backend(backend)
-        with connect(backend=backend) as own:
+        n_sources = g.n if sources is None else np.atleast_1d(np.asarray(sources)).size
+        alone = one_process(backend, small=small_job(g, n_sources))
+        with connect(backend=backend, processes=not alone) as own:
             run_job(g, out, own, backend=backend, resume=resume, overwrite=overwrite,
                     compression=compression, shards=shards, **options)
     return Result(out)
@@ -183,15 +185,8 @@ def _in_process(graph: Graph, *, backend, algorithm, dtype, sources, targets, ba
             pred.fill(-1)
         return (dist, pred) if predecessors else dist
     potentials = impl.potentials(graph) if graph.has_negative_weights else None
-    for b in range(plan.n_batches):
-        start, stop = plan.rows(b)
-        res = impl.distances(graph, plan.sources[start:stop], algorithm=plan.algorithm,
-                             dtype=np.dtype(plan.dtype), predecessors=predecessors,
-                             potentials=potentials)
-        dist[start:stop] = (res.distances if plan.targets is None
-                            else res.distances[:, plan.targets])
-        if predecessors:
-            pred[start:stop] = res.predecessors
+    impl.fill_rows(graph, plan.sources, dist, pred, batch_size=plan.batch_size,
+                   algorithm=plan.algorithm, potentials=potentials, columns=plan.targets)
     return (dist, pred) if predecessors else dist
 
 

@@ -263,12 +263,8 @@ def _run(backend: Backend, graph: Graph, algorithm: str, sources: np.ndarray,
     potentials = backend.potentials(graph) if algorithm == "johnson" else None
     dist = np.empty((len(sources), graph.n), dtype=np.float64)
     pred = np.empty((len(sources), graph.n), dtype=np.int32) if predecessors else None
-    for lo in range(0, len(sources), step):
-        res = backend.distances(graph, sources[lo:lo + step], algorithm=algorithm, dtype=f64,
-                                predecessors=predecessors, potentials=potentials)
-        dist[lo:lo + step] = res.distances
-        if pred is not None:
-            pred[lo:lo + step] = res.predecessors
+    backend.fill_rows(graph, sources, dist, pred, batch_size=step, algorithm=algorithm,
+                      potentials=potentials)
     return dist, pred
 
 

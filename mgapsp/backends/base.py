@@ -86,6 +86,23 @@ class Backend(ABC):
         (the pipeline's writer stages them); NumPy arrays are always accepted.
         """
 
+    def fill_rows(self, graph: Graph, sources: np.ndarray, dist: np.ndarray,
+                  pred: np.ndarray | None = None, *, batch_size: int, algorithm: str,
+                  potentials: np.ndarray | None = None,
+                  columns: np.ndarray | None = None) -> None:
+        """Distances from ``sources`` into the host array ``dist`` (and predecessors
+        into ``pred``, when given), ``batch_size`` sources at a time; the computation
+        in ``dist``'s dtype.  ``columns``: the targets ``dist`` keeps (``pred`` keeps
+        every vertex)."""
+        for lo in range(0, len(sources), batch_size):
+            hi = min(lo + batch_size, len(sources))
+            res = self.distances(graph, sources[lo:hi], algorithm=algorithm,
+                                 dtype=dist.dtype, predecessors=pred is not None,
+                                 potentials=potentials)
+            dist[lo:hi] = res.distances if columns is None else res.distances[:, columns]
+            if pred is not None:
+                pred[lo:hi] = res.predecessors
+
     @abstractmethod
     def memory_available(self) -> int:
         """Bytes this backend can use on its device right now."""

@@ -17,7 +17,7 @@ from collections import OrderedDict
 
 import numpy as np
 
-from ..cuda import bellman_ford, frontier, fw, fw_slab, sssp, staging
+from ..cuda import bellman_ford, frontier, fw, fw_slab, host_copy, sssp, staging
 from ..cuda import device as gpu
 from ..cuda.staging import FRAME_GROUP_BYTES
 from ..errors import InsufficientMemoryError, UnsupportedError
@@ -286,6 +286,29 @@ class GPUBackend(Backend):
                  "rounds": 0 if cached else graph.n,
                  "relaxations": 0 if cached else graph.n ** 3, "cached": cached}
         return BatchResult(distances=dist, predecessors=pred, stats=stats)
+
+    def fill_rows(self, graph, sources, dist, pred=None, *, batch_size, algorithm,
+                  potentials=None, columns=None) -> None:
+        """As :meth:`Backend.fill_rows`; each block leaves the device through pinned
+        buffers while the next batch computes (:mod:`mgapsp.cuda.host_copy`)."""
+        self._check_algorithm(algorithm)         # before the output is touched
+        self._check_weights(graph, algorithm)
+        self._check_predecessors(_float_dtype(dist.dtype), pred is not None)
+        with gpu.caller_stream(), host_copy.HostCopier(dist, pred) as copier:
+            for lo in range(0, len(sources), batch_size):
+                hi = min(lo + batch_size, len(sources))
+                # one block drains while the next computes: two on the device at most,
+                # as the planner's batches allow
+                copier.wait(backlog=1)
+                res = self.distances(graph, sources[lo:hi], algorithm=algorithm,
+                                     dtype=dist.dtype, predecessors=pred is not None,
+                                     potentials=potentials, device=True)
+                block = res.distances
+                copier.put(block if columns is None else self.select_columns(block, columns),
+                           dist[lo:hi])
+                if pred is not None:
+                    copier.put(res.predecessors, pred[lo:hi])
+                del res, block
 
     staging = staging
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -113,6 +114,19 @@ def use_thread_stream():
         stream = streams[dev] = cupy.cuda.Stream(non_blocking=False)
     stream.use()
     return stream
+
+
+@contextlib.contextmanager
+def caller_stream():
+    """Give the calling thread its current CUDA stream back on leaving (the kernels
+    inside may switch to :func:`use_thread_stream`, which suits a worker's threads but
+    not a user's)."""
+    cupy = _cupy()
+    stream = cupy.cuda.get_current_stream()
+    try:
+        yield
+    finally:
+        stream.use()
 
 
 def publish(obj):
