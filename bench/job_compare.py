@@ -7,7 +7,8 @@
 
 Each ``--tree`` is a source tree of mgapsp (its ``mgapsp/`` and ``kernels/``).  Every
 round starts one process per tree, in turn (every other round in reverse order): it
-starts that version's embedded cluster (one GPU worker, or one CPU worker per core),
+starts that version's embedded cluster as its CLI would (one GPU worker, inside that
+process where the version can; or one CPU worker per core),
 runs a warm-up job, then ``--repeats`` timed jobs into a fresh store each (the page
 cache written back before each).  A job's time is its ``JobReport.seconds``: from its
 first batch sent to the store's last record, the Zarr writes included.  Prints and
@@ -46,9 +47,16 @@ def child(args) -> None:
     options = dict(dtype=args.dtype, predecessors=args.predecessors, overwrite=True,
                    sources=sources, batch_size=args.batch_size)
     backend = "gpu" if _gpus() else "cpu"
+    cluster = dict(backend=backend, n_workers=args.workers, dashboard=False)
+    try:        # the embedded cluster the CLI starts: in this process where it can
+        from mgapsp.jobs.cluster import one_process
+
+        cluster["processes"] = not one_process(backend, n_workers=args.workers)
+    except ImportError:         # versions before one_process always spawned workers
+        pass
     seconds, setup = [], []
     with tempfile.TemporaryDirectory(dir=args.scratch) as tmp, \
-            connect(backend=backend, n_workers=args.workers, dashboard=False) as client:
+            connect(**cluster) as client:
         warm = dict(options, sources=graph.vertex_ids[:min(graph.n, 4096)])
         run_job(graph, Path(tmp) / "warm.zarr", client, backend=backend, **warm)
         for i in range(args.repeats):

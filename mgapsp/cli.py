@@ -93,7 +93,10 @@ def _cluster_options(command):
                           "one)."),
         click.option("--workers", type=click.IntRange(min=1), default=None,
                      help="Workers of the embedded cluster (default: one per GPU or core)."),
-        click.option("--no-dashboard", is_flag=True, help="Do not start the Dask dashboard."),
+        click.option("--dashboard/--no-dashboard", default=None,
+                     help="Serve the Dask dashboard of the embedded cluster (default: "
+                          "yes, unless the job is one small batch, over before the page "
+                          "would load)."),
     ]
     for option in reversed(options):
         command = option(command)
@@ -141,13 +144,14 @@ def run(graph, out, fmt, directed, unweighted, weight_column, algorithm, backend
         batch_size, sources_file, targets_file, predecessors, compression, shards, resume,
         overwrite,
         scheduler, scheduler_file, tls_ca_file, tls_cert, tls_key, cpu_workers, gpus, workers,
-        no_dashboard,
+        dashboard,
         performance_report, quiet):
     """Compute shortest-path distances from every source of GRAPH into a Zarr store."""
     quiet = quiet or click.get_current_context().obj.get("quiet", False)
     from .api import resolve_backend
-    from .jobs.cluster import connect, tls_security
+    from .jobs.cluster import connect, one_process, tls_security
     from .jobs.driver import run_job
+    from .plan import small_job
     from .readers import read_graph
     from .store import StoreLock, check_target, new_run_id, store_size
 
@@ -195,10 +199,14 @@ def run(graph, out, fmt, directed, unweighted, weight_column, algorithm, backend
             click.echo(f"  dtype {p.dtype}: {p.dtype_reason}")
         bar.start(p.n_sources)
 
+    small = small_job(g, g.n if sources is None else len(sources))
+    alone = not attached and one_process(backend, gpus=gpus, n_workers=workers,
+                                         cpu_workers=cpu_workers, small=small)
+    dashboard = not small if dashboard is None else dashboard
     with connect(scheduler=scheduler, scheduler_file=scheduler_file, backend=backend,
-                 n_workers=workers, dashboard=not no_dashboard,
+                 n_workers=workers, dashboard=dashboard, processes=not alone,
                  security=security, gpus=gpus, cpu_workers=cpu_workers) as client:
-        if client.dashboard_link and not no_dashboard:
+        if client.dashboard_link and dashboard:
             click.echo(f"  dashboard: {client.dashboard_link}")
         with _maybe_performance_report(performance_report):
             report = run_job(g, out, client, algorithm=algorithm,
@@ -373,7 +381,7 @@ def verify(store, samples, all_rows, seed):
 @click.argument("store", type=click.Path(exists=True, file_okay=False))
 @_cluster_options
 def repair(store, backend, scheduler, scheduler_file, tls_ca_file, tls_cert, tls_key,
-           gpus, workers, no_dashboard):
+           gpus, workers, dashboard):
     """Check every chunk of STORE against its checksum and compute the damaged (and
     missing) batches again."""
     from .api import resolve_backend
@@ -395,7 +403,7 @@ def repair(store, backend, scheduler, scheduler_file, tls_ca_file, tls_cert, tls
     if not (scheduler or scheduler_file):
         backend = resolve_backend(backend)
     with connect(scheduler=scheduler, scheduler_file=scheduler_file, backend=backend,
-                 n_workers=workers, dashboard=not no_dashboard, security=security,
+                 n_workers=workers, dashboard=dashboard is not False, security=security,
                  gpus=gpus) as client:
         report = repair_job(store, client, backend=backend)
     click.echo(f"  computed {report.rows_run:,} rows in {report.seconds:.2f} s; "

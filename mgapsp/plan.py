@@ -18,7 +18,7 @@ from . import config
 from .graph import Graph
 
 __all__ = ["JobPlan", "plan_job", "choose_algorithm", "choose_batch_size", "column_chunk",
-           "fw_by_slabs", "slab_bounds", "owner_of_rows", "DTYPES"]
+           "fw_by_slabs", "slab_bounds", "owner_of_rows", "small_job", "DTYPES"]
 
 DTYPES = ("auto", "float32", "float64")
 #: float32 holds every integer up to this exactly (its 24-bit significand)
@@ -102,6 +102,16 @@ def choose_algorithm(graph: Graph, algorithm: str, backend: str, n_sources: int,
     return algorithm
 
 
+#: a job of at most this many (source, vertex or edge) steps is one batch: it takes
+#: SciPy milliseconds, less than handing a second batch to a worker costs
+SMALL_JOB = 2**22
+
+
+def small_job(graph: Graph, n_sources: int) -> bool:
+    """Whether ``n_sources`` rows of ``graph`` are one batch (:data:`SMALL_JOB`)."""
+    return n_sources * (graph.n + graph.m) <= SMALL_JOB
+
+
 def choose_batch_size(graph: Graph, n_sources: int, *, backend: str, n_workers: int,
                       bytes_per_row: int, memory: int) -> int:
     """A batch size: large enough to keep a device busy, small enough to fit.
@@ -114,8 +124,10 @@ def choose_batch_size(graph: Graph, n_sources: int, *, backend: str, n_workers: 
     other threads write batches meanwhile.  The number of GPU batches is a multiple
     of those computing slots, the batches as equal as can be, so that no thread is
     left with a last batch while the others wait.  CPU batches hold at most 64 MiB of
-    distances, four per worker.
+    distances, four per worker.  A small job (:func:`small_job`) is one batch.
     """
+    if small_job(graph, n_sources):
+        return max(1, n_sources)
     if backend == "gpu":
         cap = max(1, (memory // 4) // max(bytes_per_row, 1))
         threads = max(2 * n_workers, 1)

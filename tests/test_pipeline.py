@@ -12,6 +12,7 @@ import zarr
 
 import mgapsp
 from mgapsp import NegativeCycleError, ResumeMismatchError, StoreError
+from mgapsp.graph import Graph
 from mgapsp.jobs.driver import run_job
 from mgapsp.store import Store
 from mgapsp.store.verify import verify_store
@@ -416,7 +417,8 @@ def test_gpu_batches_divide_among_worker_threads(data_dir, workers, n_sources):
     the last wave keeps every slot busy; memory still caps them."""
     from mgapsp.plan import choose_batch_size
 
-    graph = mgapsp.read_graph(data_dir / "karate.mtx")
+    # Gnutella31's vertex count, an edge: no job of it is small enough for one batch
+    graph = Graph.from_edges([0], [1], [1.0], n=62586)
     size = choose_batch_size(graph, n_sources, backend="gpu", n_workers=workers,
                              bytes_per_row=4 * 62586, memory=140 * 2**30)
     batches = -(-n_sources // size)
@@ -428,6 +430,24 @@ def test_gpu_batches_divide_among_worker_threads(data_dir, workers, n_sources):
     capped = choose_batch_size(graph, n_sources, backend="gpu", n_workers=workers,
                                bytes_per_row=4 * 62586, memory=4 * 62586 * 4 * 100)
     assert capped <= 100
+
+
+@pytest.mark.parametrize("backend", ["cpu", "gpu"])
+@pytest.mark.parametrize("workers", [1, 4])
+def test_a_small_job_is_one_batch(data_dir, backend, workers):
+    """A job of milliseconds is one batch, however many workers could share it; one a
+    little larger is cut for them."""
+    from mgapsp.plan import SMALL_JOB, choose_batch_size, small_job
+
+    graph = mgapsp.read_graph(data_dir / "karate.mtx")
+    assert small_job(graph, graph.n)
+    assert choose_batch_size(graph, graph.n, backend=backend, n_workers=workers,
+                             bytes_per_row=4 * graph.n, memory=2**30) == graph.n
+    big = Graph.from_edges([0], [1], [1.0], n=2048)
+    rows = SMALL_JOB // (big.n + big.m) + 1         # one row over the limit
+    assert not small_job(big, rows)
+    assert choose_batch_size(big, rows, backend=backend, n_workers=workers,
+                             bytes_per_row=4 * big.n, memory=2**30) < rows
 
 
 @pytest.mark.parametrize("n", [62586, 1_000_000, 5000, 1000])

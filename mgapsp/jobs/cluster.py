@@ -15,6 +15,7 @@ import contextlib
 import json
 import logging
 import os
+import threading
 import warnings
 
 from distributed.diagnostics.plugin import WorkerPlugin
@@ -22,7 +23,7 @@ from distributed.diagnostics.plugin import WorkerPlugin
 from .. import config
 from ..errors import MgapspError
 
-__all__ = ["connect", "embedded_security", "tls_security", "parse_gpus", "ConfigPlugin"]
+__all__ = ["connect", "one_process", "embedded_security", "tls_security", "parse_gpus", "ConfigPlugin"]
 
 log = logging.getLogger(__name__)
 
@@ -73,7 +74,7 @@ def tls_security(ca_file: str | None, cert: str | None, key: str | None):
 def connect(*, scheduler: str | None = None, scheduler_file: str | None = None,
             backend: str = "cpu", n_workers: int | None = None, dashboard: bool = True,
             quiet: bool = True, security=None, gpus: str | None = None,
-            cpu_workers: int = 0):
+            cpu_workers: int = 0, processes: bool = True):
     """Yield a ``distributed.Client``; an embedded cluster is closed on exit.
 
     ``security`` (a ``distributed.Security``) is used to attach to a TLS cluster.
@@ -86,6 +87,11 @@ def connect(*, scheduler: str | None = None, scheduler_file: str | None = None,
     backend.  The embedded cluster uses TLS with credentials made for this run unless
     ``mgapsp.cluster.tls`` is false (:func:`embedded_security`); its client gets them
     from the cluster.
+
+    ``processes=False`` starts the embedded cluster inside this process: one worker
+    (of that many threads) that runs tasks on threads, no process spawned, no TCP
+    listener (so no TLS either; the dashboard still serves on 127.0.0.1).  It is what
+    :func:`one_process` picks for a job that one worker does best.
     """
     from distributed import Client
 
@@ -95,10 +101,12 @@ def connect(*, scheduler: str | None = None, scheduler_file: str | None = None,
         with _attach(scheduler, scheduler_file, security) as client:
             yield client
         return
-    # dashboard_address=None alone still serves a dashboard on a random port.
+    # dashboard_address=None alone still serves a dashboard on a random port.  With a
+    # dashboard, its HTTP server starts with the scheduler and its pages a moment later
+    # (see _dashboard_pages_later).
     options = dict(host="127.0.0.1", silence_logs=None,
                    dashboard_address=config.get("cluster.dashboard-address") if dashboard else None,
-                   scheduler_kwargs=None if dashboard else {"dashboard": False})
+                   scheduler_kwargs={"dashboard": False})
     # Task errors reach the client as exceptions; the workers need not log them too.
     level = logging.CRITICAL if quiet else logging.WARNING
     options["silence_logs"] = level
@@ -106,6 +114,13 @@ def connect(*, scheduler: str | None = None, scheduler_file: str | None = None,
         # a script without the __main__ guard, imported again by a worker process
         # being started: leave quietly, and the script's own process says what to add
         os._exit(3)
+    if not processes:
+        with _quiet_logs(level), warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message="Port .* is already in use")
+            cluster = _in_process_cluster(backend, gpus, options)
+        with cluster, Client(cluster) as client, _dashboard_pages_later(cluster, dashboard):
+            yield client
+        return
     options["security"] = embedded_security()
     with _quiet_logs(level), warnings.catch_warnings(), _explain_unguarded_script():
         # "Port 8787 is already in use": another port is taken, and the link we
@@ -125,11 +140,81 @@ def connect(*, scheduler: str | None = None, scheduler_file: str | None = None,
             cluster = LocalCluster(n_workers=n_workers or os.cpu_count() or 1,
                                    threads_per_worker=1, processes=True, **options)
     # Client(cluster) takes the cluster's credentials (cluster.security).
-    with cluster, Client(cluster) as client:
+    with cluster, Client(cluster) as client, _dashboard_pages_later(cluster, dashboard):
         if cpu_workers:
             _add_cpu_workers(cluster, cpu_workers, options)
             client.wait_for_workers(len(cluster.worker_spec), timeout=120)
         yield client
+
+
+#: seconds into the embedded cluster's life when its dashboard pages are made
+DASHBOARD_DELAY = 1.0
+
+
+@contextlib.contextmanager
+def _dashboard_pages_later(cluster, dashboard: bool):
+    """Add the dashboard's pages to the scheduler's running HTTP server after
+    :data:`DASHBOARD_DELAY` seconds, and point the client's dashboard link at the
+    loopback address the server listens on.
+
+    Making the pages imports Bokeh, which takes a second or more of one core: as long
+    as a small job.  A job over sooner never pays for it; a longer one gets its
+    dashboard a second late.  Should the pages fail, the job goes on without them.
+    """
+    if not dashboard:
+        yield
+        return
+    import dask.config
+
+    def attach():
+        try:
+            from distributed.dashboard import scheduler as pages
+
+            sched = cluster.scheduler
+            cluster.loop.add_callback(pages.connect, sched.http_application,
+                                      sched.http_server, sched, prefix="/")
+        except Exception as exc:       # an optional page must never stop a job
+            log.debug("the dashboard's pages could not be made: %s", exc)
+
+    timer = threading.Timer(DASHBOARD_DELAY, attach)
+    timer.daemon = True
+    timer.start()
+    address = str(config.get("cluster.dashboard-address"))
+    host = address.rsplit(":", 1)[0] or "127.0.0.1"
+    try:
+        with dask.config.set({"distributed.dashboard.link":
+                              f"http://{host}:{{port}}/status"}):
+            yield
+    finally:
+        timer.cancel()
+
+
+def one_process(backend: str, *, gpus: str | None = None, n_workers: int | None = None,
+                cpu_workers: int = 0, small: bool = False) -> bool:
+    """Whether the embedded cluster of a job is best this process alone: where one
+    worker is all there is, a GPU worker on the one GPU this process sees, or a CPU
+    worker for a job of one small batch (``small``).  Starting worker processes takes
+    seconds (each imports Dask, Zarr, SciPy and CuPy again); a job of a few seconds
+    would spend most of its time on it."""
+    if cpu_workers or (n_workers or 1) != 1:
+        return False
+    if backend == "gpu":
+        from ..devices import gpu_count
+
+        return gpu_count() == 1 and (gpus is None or parse_gpus(gpus) == "0")
+    return small
+
+
+def _in_process_cluster(backend: str, gpus: str | None, options: dict):
+    """A ``LocalCluster`` of one worker on this process's threads (``inproc://``)."""
+    from distributed import LocalCluster
+
+    options = {k: v for k, v in options.items() if k != "host"}
+    if backend == "gpu":
+        return LocalCluster(n_workers=1, processes=False,
+                            threads_per_worker=config.get("cluster.gpu-worker-threads"),
+                            resources={"GPU": 1}, **options)
+    return LocalCluster(n_workers=1, threads_per_worker=1, processes=False, **options)
 
 
 def embedded_security():
