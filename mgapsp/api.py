@@ -18,7 +18,6 @@ from .memory import available_memory
 from .plan import plan_job, small_job
 from .readers import as_graph
 from .results import Result
-from .store import Store
 
 __all__ = ["apsp", "resolve_backend"]
 
@@ -108,10 +107,10 @@ def apsp(graph, *, out=None, algorithm: str = "auto", backend: str = "auto",
         try:
             path = os.path.join(tmp, "result.zarr")
             run_job(g, path, client, backend=backend, **options)
-            group = Store.open(path).group
-            dist = group["distances"][:]
+            stored = Result(path)
+            dist = stored.distances()
             if predecessors:
-                return dist, group["predecessors"][:]
+                return dist, stored.group["predecessors"][:]
             return dist
         finally:
             shutil.rmtree(tmp, ignore_errors=True)

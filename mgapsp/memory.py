@@ -1,12 +1,78 @@
-"""How much memory this process can still allocate: the host's available memory,
-bounded by a memory cgroup or an address-space limit where one applies.  Sizes are
-checked against it before anything that large is allocated."""
+"""Host memory: how much this process can still allocate (the host's available
+memory, bounded by a memory cgroup or an address-space limit where one applies; sizes
+are checked against it before anything that large is allocated), and large arrays made
+ready to be written at memory speed.
+
+A fresh array's pages are faulted in on first write, at a few GB/s for one thread: the
+copy of a result into it waits on the kernel, not on the memory.  Several threads
+touching disjoint pages fault them in together (on a 16-core device host, 263 MB took
+64 ms from one thread and 8 ms from sixteen).
+"""
 
 from __future__ import annotations
 
 import os
+import threading
+from concurrent.futures import ThreadPoolExecutor
 
-__all__ = ["available_memory", "memory_limit"]
+import numpy as np
+
+__all__ = ["available_memory", "memory_limit", "fresh_array", "host_threads",
+           "host_pool", "page_spans", "touch_spans"]
+
+#: arrays smaller than this are not worth touching from several threads
+TOUCH_BYTES = 16 * 2**20
+#: a thread's share of a copy or a touch: at least this (and whole pages)
+SPAN_BYTES = 2 * 2**20
+
+_POOL: ThreadPoolExecutor | None = None
+_POOL_LOCK = threading.Lock()
+
+
+def host_threads() -> int:
+    """Threads that write host memory: the cores this process may run on, at most 12
+    (beyond that the page faults of one array contend in the kernel)."""
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):       # pragma: no cover - not Linux
+        cpus = os.cpu_count() or 1
+    return max(1, min(12, cpus))
+
+
+def host_pool() -> ThreadPoolExecutor:
+    """The process's pool of :func:`host_threads` threads for copies and touches."""
+    global _POOL
+    with _POOL_LOCK:
+        if _POOL is None:
+            _POOL = ThreadPoolExecutor(host_threads(), thread_name_prefix="mgapsp-host")
+        return _POOL
+
+
+def page_spans(total: int, parts: int, align: int = 4096) -> list[tuple[int, int]]:
+    """``[0, total)`` cut into at most ``parts`` spans of whole pages, each at least
+    :data:`SPAN_BYTES` long, in order."""
+    parts = max(1, min(parts, total // SPAN_BYTES or 1))
+    step = -(-total // parts)
+    step = -(-step // align) * align
+    return [(lo, min(total, lo + step)) for lo in range(0, total, step)]
+
+
+def touch_spans(arr: np.ndarray) -> list:
+    """Start touching the pages of the C-contiguous ``arr`` (writing zeros) from the
+    host pool; returns the futures, none for a small array."""
+    if arr.nbytes < TOUCH_BYTES:
+        return []
+    flat = arr.reshape(-1).view(np.uint8)
+    return [host_pool().submit(flat[lo:hi].fill, 0)
+            for lo, hi in page_spans(flat.nbytes, host_threads())]
+
+
+def fresh_array(shape, dtype) -> np.ndarray:
+    """``numpy.empty(shape, dtype)`` with its pages already faulted in (zeros)."""
+    arr = np.empty(shape, dtype=dtype)
+    for fut in touch_spans(arr):
+        fut.result()
+    return arr
 
 
 def _meminfo_available() -> int | None:

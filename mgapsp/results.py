@@ -9,9 +9,11 @@ from __future__ import annotations
 import os
 
 import numpy as np
+from zarr.core.buffer import default_buffer_prototype
 
 from .errors import MgapspError, StoreError, UnknownLabelError
 from .graph import _lookup_array
+from .memory import fresh_array
 from .store import Store, damaged_batches
 
 __all__ = ["open", "Result"]
@@ -108,8 +110,15 @@ class Result:
     def _read(self, name: str, selection) -> np.ndarray:
         """``selection`` of array ``name``; a chunk failing its checksum, or a value
         never written in a row said to be computed, is damage, never a result."""
+        array = self.group[name]
+        shape = tuple(len(range(*s.indices(n))) if isinstance(s, slice) else len(s)
+                      for s, n in zip(selection, array.shape))
+        # into an array whose pages are faulted in by several threads: on one thread
+        # the faults take as long as decoding the chunks
+        values = fresh_array(shape, array.dtype)
         try:
-            values = self.group[name].get_orthogonal_selection(selection)
+            array.get_orthogonal_selection(
+                selection, out=default_buffer_prototype().nd_buffer.from_numpy_array(values))
         except Exception as exc:    # Zarr's codecs raise several types
             what = ("fails its checksum" if "checksum" in str(exc)
                     else f"cannot be read ({str(exc)[:120]})")

@@ -539,3 +539,27 @@ def test_bad_batch_sizes_are_one_error(bad):
     g = mgapsp.as_graph((np.array([0, 1, 2]), np.array([1, 2, 0]), np.array([1.0, 2.0, 3.0])))
     with pytest.raises(mgapsp.MgapspError, match="batch size must be an integer"):
         mgapsp.apsp(g, batch_size=bad, backend="cpu")
+
+
+@pytest.mark.parametrize("total", [1, 4095, 4096, 2**21 + 17, 3 * 2**24 + 5])
+@pytest.mark.parametrize("parts", [1, 3, 12])
+def test_page_spans_cover_the_range_once_in_whole_pages(total, parts):
+    from mgapsp.memory import SPAN_BYTES, page_spans
+
+    spans = page_spans(total, parts)
+    assert spans[0][0] == 0 and spans[-1][1] == total
+    assert all(a[1] == b[0] for a, b in zip(spans, spans[1:]))
+    assert all(lo % 4096 == 0 for lo, _ in spans)
+    assert len(spans) <= max(1, min(parts, total // SPAN_BYTES or 1))
+
+
+@pytest.mark.parametrize("shape", [(3, 5), (1024, 4099)])
+def test_a_fresh_array_is_whole_and_zeroed(shape):
+    from mgapsp.memory import fresh_array
+
+    arr = fresh_array(shape, np.float32)
+    assert arr.shape == shape and arr.dtype == np.float32 and arr.flags.c_contiguous
+    if arr.nbytes >= 16 * 2**20:
+        assert not arr.any()                 # every page was touched (written zeros)
+    arr[...] = 1
+    assert arr.sum() == arr.size

@@ -18,59 +18,20 @@ next batch's kernels run while it drains.
 
 from __future__ import annotations
 
-import os
-import threading
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import wait as wait_all
 
 import numpy as np
 
+from ..memory import host_pool, host_threads, page_spans, touch_spans
 from .loader import _cupy
 
-__all__ = ["HostCopier", "PIECE_BYTES", "RING"]
+__all__ = ["PIECE_BYTES", "RING", "HostCopier"]
 
 #: bytes one page-locked buffer holds: a piece of a block in flight
 PIECE_BYTES = 32 * 2**20
 #: page-locked buffers per copier (the device fills one while the host empties others)
 RING = 3
-#: below this an output is not worth touching ahead of the copy
-PREFAULT_BYTES = 16 * 2**20
-#: host copies of a piece run in parts of at least this (and whole pages)
-PART_BYTES = 2 * 2**20
-
-_POOL: ThreadPoolExecutor | None = None
-_POOL_LOCK = threading.Lock()
-
-
-def host_threads() -> int:
-    """Threads that write host memory: the ones this process may run on, at most 12
-    (more stop paying: the page faults of a fresh array contend in the kernel)."""
-    try:
-        cpus = len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):       # pragma: no cover - not Linux
-        cpus = os.cpu_count() or 1
-    return max(1, min(12, cpus))
-
-
-def _pool() -> ThreadPoolExecutor:
-    global _POOL
-    with _POOL_LOCK:
-        if _POOL is None:
-            _POOL = ThreadPoolExecutor(host_threads(), thread_name_prefix="mgapsp-host-copy")
-        return _POOL
-
-
-def _flat_bytes(arr: np.ndarray) -> np.ndarray:
-    return arr.reshape(-1).view(np.uint8)
-
-
-def _spans(total: int, parts: int, align: int = 4096) -> list[tuple[int, int]]:
-    """``[0, total)`` cut into at most ``parts`` spans of whole pages (and of at
-    least PART_BYTES), in order."""
-    parts = max(1, min(parts, total // PART_BYTES or 1))
-    step = -(-total // parts)
-    step = -(-step // align) * align
-    return [(lo, min(total, lo + step)) for lo in range(0, total, step)]
 
 
 class HostCopier:
@@ -85,7 +46,7 @@ class HostCopier:
     def __init__(self, *outputs: np.ndarray):
         cupy = _cupy()
         self._cupy = cupy
-        self._pool = _pool()
+        self._pool = host_pool()
         self._threads = host_threads()
         self._device = cupy.cuda.runtime.getDevice()
         self._stream = cupy.cuda.Stream(non_blocking=True)
@@ -94,9 +55,8 @@ class HostCopier:
         self._slot_parts: list[list[Future]] = [[] for _ in range(RING)]
         self._next_slot = 0
         self._pending: list[Future] = []
-        self._touched = [self._pool.submit(_touch, _flat_bytes(out), lo, hi)
-                         for out in outputs if out is not None and out.nbytes >= PREFAULT_BYTES
-                         for lo, hi in _spans(out.nbytes, self._threads)]
+        self._touched = [fut for out in outputs if out is not None
+                         for fut in touch_spans(out)]
 
     # -- use ---------------------------------------------------------------------------
     def put(self, block, out: np.ndarray) -> None:
@@ -160,7 +120,7 @@ class HostCopier:
         for fut in self._touched:       # never write where a touch is still to come
             fut.result()
         self._stream.wait_event(ready)
-        dst = _flat_bytes(out)
+        dst = out.reshape(-1).view(np.uint8)
         total, src = dst.nbytes, block.data.ptr
         parts: list[Future] = []
         for lo in range(0, total, PIECE_BYTES):
@@ -176,15 +136,11 @@ class HostCopier:
             landed.record(self._stream)
             self._slot_parts[slot] = [
                 self._pool.submit(_from_buffer, landed, buf, dst, lo, a, b)
-                for a, b in _spans(size, self._threads)]
+                for a, b in page_spans(size, self._threads)]
             parts += self._slot_parts[slot]
         for fut in parts:
             fut.result()
         # every piece has landed: ``block`` may now go back to the memory pool
-
-
-def _touch(flat: np.ndarray, lo: int, hi: int) -> None:
-    flat[lo:hi].fill(0)
 
 
 def _from_buffer(landed, buf: np.ndarray, dst: np.ndarray, lo: int, a: int, b: int) -> None:
