@@ -204,15 +204,23 @@ def test_targets_in_process(data_dir):
 def test_a_script_without_the_main_guard_is_told_what_to_add(tmp_path, data_dir):
     """The embedded cluster's worker processes import the user's script again; without
     the guard the script fails with one error saying what to add, not a page of
-    tracebacks from every worker; with it the job runs."""
+    tracebacks from every worker; with it the job runs.  A job of one small batch
+    spawns no process, so it runs either way."""
     import subprocess
     import sys
 
-    body = (f"g = mgapsp.read_graph({str(data_dir / 'karate.mtx')!r})\n"
-            f"r = mgapsp.apsp(g, out={str(tmp_path / 'k.zarr')!r}, overwrite=True)\n"
-            "print('distance', r.distance(1, 34))\n")
-    bare = tmp_path / "bare.py"
-    bare.write_text("import mgapsp\n" + body)
+    def script(graph, out):
+        return (f"g = mgapsp.read_graph({str(data_dir / graph)!r})\n"
+                f"r = mgapsp.apsp(g, out={str(tmp_path / out)!r}, overwrite=True, "
+                "backend='cpu')\nprint('distance', r.distance(1, 34))\n")
+    body = script("karate.mtx", "k.zarr")
+    small = tmp_path / "small.py"
+    small.write_text("import mgapsp\n" + body)
+    proc = subprocess.run([sys.executable, str(small)], capture_output=True, text=True,
+                          timeout=300)
+    assert proc.returncode == 0 and "distance 2" in proc.stdout, proc.stderr
+    bare = tmp_path / "bare.py"                 # a job for worker processes
+    bare.write_text("import mgapsp\n" + script("p2p-Gnutella08.txt", "g.zarr"))
     proc = subprocess.run([sys.executable, str(bare)], capture_output=True, text=True,
                           timeout=300)
     assert proc.returncode != 0
