@@ -115,6 +115,7 @@ def connect(*, scheduler: str | None = None, scheduler_file: str | None = None,
         # being started: leave quietly, and the script's own process says what to add
         os._exit(3)
     if not processes:
+        _tls_mode()             # nothing listens on TCP: no TLS, but a bad value is told
         with _quiet_logs(level), warnings.catch_warnings():
             warnings.filterwarnings("ignore", message="Port .* is already in use")
             cluster = _in_process_cluster(backend, gpus, options)
@@ -225,10 +226,7 @@ def embedded_security():
     ``mgapsp.cluster.tls``: ``auto`` (TLS when the ``cryptography`` package is
     installed, else plain TCP and a warning), ``true`` (TLS or an error), ``false``.
     """
-    value = config.get("cluster.tls")
-    mode = _TLS_MODES.get(str(value).strip().lower())
-    if mode is None:
-        raise MgapspError(f"mgapsp.cluster.tls must be auto, true or false, got {value!r}")
+    mode = _tls_mode()
     if mode == "false":
         return None
     from distributed import Security
@@ -243,6 +241,16 @@ def embedded_security():
                 "can send it work: pip install cryptography to protect it (or set "
                 "mgapsp.cluster.tls to false)")
     return None
+
+
+def _tls_mode() -> str:
+    """``mgapsp.cluster.tls`` read as ``auto``, ``true`` or ``false``; anything else is
+    one error (also where no TLS is needed, so that a typo never passes unseen)."""
+    value = config.get("cluster.tls")
+    mode = _TLS_MODES.get(str(value).strip().lower())
+    if mode is None:
+        raise MgapspError(f"mgapsp.cluster.tls must be auto, true or false, got {value!r}")
+    return mode
 
 
 def _importing_main_in_a_worker() -> bool:
