@@ -77,3 +77,31 @@ def tricky_graph(seed: int, n: int, m: int, *, negative: bool = False, isolated:
         w = w + p[src] - p[dst]
     return Graph.from_edges(src + id_base, dst + id_base, w, n=n, id_base=id_base,
                             name=f"random-{seed}")
+
+
+def planar_graph(rng, n, *, one_way=0.2, integer=True, zero_fraction=0.05,
+                 components=1) -> Graph:
+    """A road-like graph: the Delaunay triangulation of random points, edge lengths
+    as weights (integers, or floats), each street two-way with a weight per direction
+    except ``one_way`` of them; ``components`` separate triangulations."""
+    from scipy.spatial import Delaunay
+
+    src, dst, w = [], [], []
+    base = 0
+    for part in np.array_split(np.arange(n), components):
+        pts = rng.random((len(part), 2))
+        tri = Delaunay(pts).simplices
+        e = np.concatenate([tri[:, [0, 1]], tri[:, [1, 2]], tri[:, [2, 0]]])
+        e = np.unique(np.sort(e, axis=1), axis=0)
+        length = np.linalg.norm(pts[e[:, 0]] - pts[e[:, 1]], axis=1) * 1000
+        back = length * rng.uniform(1.0, 1.5, len(e))
+        if integer:
+            length, back = np.ceil(length), np.ceil(back)
+        length[rng.random(len(e)) < zero_fraction] = 0
+        two_way = rng.random(len(e)) >= one_way
+        src += [e[:, 0] + base, e[two_way, 1] + base]
+        dst += [e[:, 1] + base, e[two_way, 0] + base]
+        w += [length, back[two_way]]
+        base += len(part)
+    return Graph.from_edges(np.concatenate(src), np.concatenate(dst), np.concatenate(w),
+                            n=n, directed=True, name=f"delaunay-{n}")

@@ -71,8 +71,15 @@ def _blosc_names():
     return blosc.KERNEL_FILE, blosc.KERNEL_NAMES
 
 
+def _phast_names():
+    from mgapsp.cuda import phast
+
+    return phast.KERNEL_FILE, phast.KERNEL_NAMES
+
+
 @pytest.mark.parametrize("names", [lambda: (loader.KERNEL_FILE, bellman_ford.KERNEL_NAMES),
-                                   _blosc_names], ids=["bellman_ford", "blosc_lz4"])
+                                   _blosc_names, _phast_names],
+                         ids=["bellman_ford", "blosc_lz4", "phast"])
 def test_launched_kernels_are_defined(names):
     file, launched = names()
     text = loader.kernel_source(file)

@@ -1,0 +1,123 @@
+// Batched PHAST on a contraction hierarchy, for mgapsp.
+//
+// CUDA C++ with no system headers (NVRTC through mgapsp/cuda/phast.py, the only place
+// that launches these; nvcc in tests/test_kernels_compile.py).
+//
+// mgapsp/hierarchy.py builds the hierarchy on the host: ranks, the upward arcs of
+// each rank (up_ptr / up_head, in rank space), their weights in both directions
+// (w_up: rank -> head, w_down: head -> rank) and the elimination-tree parent.
+//
+// Layout.  D[r * Bp + s] is the distance of rank r from batch column s; the batch
+// (padded to Bp, a multiple of 32) is the fast dimension, so a warp reads 32 columns
+// of one rank at once.
+//
+//   phast_up_*     one warp per source: walk the elimination tree from the source to
+//                  its root (ranks increase along it), the lanes relaxing the visited
+//                  rank's upward arcs.  Every upward neighbour of a rank is one of its
+//                  ancestors, so a walk only writes its own column, and only ranks
+//                  still ahead of it on the walk.
+//   phast_down_*   one level of the down sweep: the ranks of one elimination-tree depth
+//                  (root level first), each thread one (rank, column): the minimum
+//                  over the rank's upward arcs of D[head] + w_down.  The heads are
+//                  ancestors, at smaller depths, so they are final.
+//   phast_unpack_* rank-major columns to vertex-major rows (a tiled transpose through
+//                  shared memory, gathering each vertex's rank).
+//
+// Sums round to nearest (no cycles are walked: non-negative weights, a finite sweep).
+
+typedef long long i64;
+
+#define PHAST_TILE 32
+#define PHAST_TILE_ROWS 8
+
+template <typename T>
+__device__ __forceinline__ void up_walks(
+    const int* __restrict__ src_rank, i64 B, i64 Bp, const int* __restrict__ parent,
+    const i64* __restrict__ up_ptr, const int* __restrict__ up_head,
+    const T* __restrict__ w_up, T* D, T inf)
+{
+    const int lane = threadIdx.x & 31;
+    const i64 warp = ((i64)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
+    const i64 nwarps = ((i64)gridDim.x * blockDim.x) >> 5;
+    for (i64 b = warp; b < B; b += nwarps) {
+        int x = src_rank[b];
+        while (x >= 0) {
+            // written by this warp's lanes in an earlier step, ordered by __syncwarp
+            const T dx = D[(i64)x * Bp + b];
+            if (dx < inf) {
+                const i64 end = up_ptr[x + 1];
+                for (i64 a = up_ptr[x] + lane; a < end; a += 32) {
+                    const i64 t = (i64)up_head[a] * Bp + b;
+                    const T c = dx + w_up[a];
+                    if (c < D[t]) D[t] = c;
+                }
+            }
+            __syncwarp();
+            x = parent[x];
+        }
+    }
+}
+
+template <typename T>
+__device__ __forceinline__ void down_level(
+    const int* __restrict__ ranks, i64 count, i64 Bp, const i64* __restrict__ up_ptr,
+    const int* __restrict__ up_head, const T* __restrict__ w_down, T* D)
+{
+    const i64 s = (i64)blockIdx.x * blockDim.x + threadIdx.x;
+    if (s >= Bp) return;
+    for (i64 k = blockIdx.y; k < count; k += gridDim.y) {
+        const int r = ranks[k];
+        const i64 end = up_ptr[r + 1];
+        T best = D[(i64)r * Bp + s];
+        for (i64 a = up_ptr[r]; a < end; ++a) {
+            const T c = D[(i64)up_head[a] * Bp + s] + w_down[a];
+            best = c < best ? c : best;
+        }
+        D[(i64)r * Bp + s] = best;
+    }
+}
+
+// out[b * n + v] = D[rank[v] * Bp + b] for b < B: blocks of 32 x 8 threads move
+// 32 x 32 tiles (columns b along x when reading, vertices v along x when writing)
+template <typename T>
+__device__ __forceinline__ void unpack(
+    const T* __restrict__ D, i64 n, i64 Bp, i64 B, const int* __restrict__ rank,
+    T* __restrict__ out)
+{
+    __shared__ T tile[PHAST_TILE][PHAST_TILE + 1];
+    const i64 v0 = (i64)blockIdx.x * PHAST_TILE;
+    const i64 b0 = (i64)blockIdx.y * PHAST_TILE;
+    for (int j = threadIdx.y; j < PHAST_TILE; j += PHAST_TILE_ROWS) {
+        const i64 v = v0 + j, b = b0 + threadIdx.x;
+        if (v < n && b < B) tile[j][threadIdx.x] = D[(i64)rank[v] * Bp + b];
+    }
+    __syncthreads();
+    for (int j = threadIdx.y; j < PHAST_TILE; j += PHAST_TILE_ROWS) {
+        const i64 b = b0 + j, v = v0 + threadIdx.x;
+        if (v < n && b < B) out[b * n + v] = tile[threadIdx.x][j];
+    }
+}
+
+#define PHAST_KERNELS(SUFFIX, T)                                                      \
+    extern "C" __global__ void phast_up_##SUFFIX(                                     \
+        const int* __restrict__ src_rank, i64 B, i64 Bp, const int* __restrict__ parent, \
+        const i64* __restrict__ up_ptr, const int* __restrict__ up_head,              \
+        const T* __restrict__ w_up, T* D, T inf)                                      \
+    {                                                                                 \
+        up_walks<T>(src_rank, B, Bp, parent, up_ptr, up_head, w_up, D, inf);          \
+    }                                                                                 \
+    extern "C" __global__ void phast_down_##SUFFIX(                                   \
+        const int* __restrict__ ranks, i64 count, i64 Bp, const i64* __restrict__ up_ptr, \
+        const int* __restrict__ up_head, const T* __restrict__ w_down, T* D)          \
+    {                                                                                 \
+        down_level<T>(ranks, count, Bp, up_ptr, up_head, w_down, D);                  \
+    }                                                                                 \
+    extern "C" __global__ void phast_unpack_##SUFFIX(                                 \
+        const T* __restrict__ D, i64 n, i64 Bp, i64 B, const int* __restrict__ rank,  \
+        T* __restrict__ out)                                                          \
+    {                                                                                 \
+        unpack<T>(D, n, Bp, B, rank, out);                                            \
+    }
+
+PHAST_KERNELS(f32, float)
+PHAST_KERNELS(f64, double)

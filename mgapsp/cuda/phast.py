@@ -1,0 +1,114 @@
+"""Batched PHAST on the GPU: a hierarchy (:mod:`mgapsp.hierarchy`) on the device,
+the up walks of a batch's sources and its down sweep, one launch per level."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ..errors import UnsupportedError
+from ..hierarchy import Hierarchy
+from .frontier import _MAX_BATCH
+from .loader import _THREADS, _blocks, _cupy, _kernel, _persistent_grid
+
+KERNEL_FILE = "phast.cu"
+#: every kernel this module launches from KERNEL_FILE
+KERNEL_NAMES = tuple(f"phast_{kind}_{t}" for t in ("f32", "f64")
+                     for kind in ("up", "down", "unpack"))
+_TILE, _TILE_ROWS = 32, 8           # unpack block shape (as in the .cu file)
+_MAX_GRID_Y = 65535
+_SUFFIX = {np.dtype(np.float32): "f32", np.dtype(np.float64): "f64"}
+
+
+@dataclass(eq=False)
+class DeviceHierarchy:
+    """A hierarchy's arrays on the current device, weights in ``dtype``."""
+
+    dtype: np.dtype
+    n: int
+    arcs: int
+    rank: Any
+    parent: Any
+    up_ptr: Any
+    up_head: Any
+    w_up: Any
+    w_down: Any
+    level_ptr: np.ndarray        # host: the sweep's level bounds
+    level_ranks: Any
+    nbytes: int
+
+
+def upload(h: Hierarchy, dtype) -> DeviceHierarchy:
+    cupy = _cupy()
+    dt = np.dtype(dtype)
+    if dt not in _SUFFIX:
+        raise UnsupportedError(f"phast computes in float32 or float64, not {dt}")
+    ptr, ranks = h.levels()
+    arrays = dict(rank=cupy.asarray(h.rank, dtype=cupy.int32),
+                  parent=cupy.asarray(h.parent, dtype=cupy.int32),
+                  up_ptr=cupy.asarray(h.up_ptr, dtype=cupy.int64),
+                  up_head=cupy.asarray(h.up_head, dtype=cupy.int32),
+                  w_up=cupy.asarray(h.w_up.astype(dt)),
+                  w_down=cupy.asarray(h.w_down.astype(dt)),
+                  level_ranks=cupy.asarray(ranks, dtype=cupy.int32))
+    return DeviceHierarchy(dtype=dt, n=h.n, arcs=h.arcs, level_ptr=ptr,
+                           nbytes=sum(int(a.nbytes) for a in arrays.values()), **arrays)
+
+
+def device_bytes(n: int, arcs: int, dtype) -> int:
+    """Device bytes of an uploaded hierarchy."""
+    w = np.dtype(dtype).itemsize
+    return n * 4 * 3 + (n + 1) * 8 + arcs * (4 + 2 * w)
+
+
+def batch_bytes(n: int, B: int, dtype) -> int:
+    """Device bytes of one batch: the rank-major state and the output block."""
+    Bp = -(-max(B, 1) // 32) * 32
+    return n * (Bp + B) * np.dtype(dtype).itemsize
+
+
+def phast_batch(dh: DeviceHierarchy, sources):
+    """Distances ``(B, n)`` (CuPy, ``dh.dtype``) from ``sources`` (vertex indices).
+
+    Returns ``(dist, None, stats)``: PHAST gives no predecessors (the paths run over
+    shortcuts); ``stats`` has ``rounds`` (levels swept) and ``relaxations`` (arcs
+    times sources in the sweep).
+    """
+    cupy = _cupy()
+    src = np.asarray(sources, dtype=np.int64).ravel()
+    n, B = dh.n, len(src)
+    if B > _MAX_BATCH:
+        raise UnsupportedError(f"a batch of {B} sources exceeds the gpu limit of {_MAX_BATCH}")
+    if B and (src.min() < 0 or src.max() >= n):
+        bad = int(src[(src < 0) | (src >= n)][0])
+        raise ValueError(f"sources must have 0 <= source < N. Got N={n}, source={bad}.")
+    dt = dh.dtype
+    if B == 0:
+        return cupy.empty((0, n), dtype=dt), None, {"rounds": 0, "relaxations": 0}
+    sfx = _SUFFIX[dt]
+    Bp = -(-B // 32) * 32
+    inf = dt.type(np.inf)
+    D = cupy.full(n * Bp, inf, dtype=dt)
+    src_rank = dh.rank[cupy.asarray(src)]
+    D[src_rank.astype(cupy.int64) * Bp + cupy.arange(B)] = 0
+    up = _kernel(f"phast_up_{sfx}", KERNEL_FILE)
+    grid = min(_persistent_grid(up), _blocks(B * 32))
+    up((grid,), (_THREADS,),
+       (src_rank, np.int64(B), np.int64(Bp), dh.parent, dh.up_ptr, dh.up_head, dh.w_up, D, inf))
+    down = _kernel(f"phast_down_{sfx}", KERNEL_FILE)
+    threads = min(_THREADS, Bp)
+    gx = _blocks(Bp, threads)
+    ptr = dh.level_ptr
+    for lv in range(1, len(ptr) - 1):            # level 0: roots, no upward arcs
+        lo, hi = int(ptr[lv]), int(ptr[lv + 1])
+        down((gx, min(hi - lo, _MAX_GRID_Y)), (threads,),
+             (dh.level_ranks[lo:hi], np.int64(hi - lo), np.int64(Bp), dh.up_ptr,
+              dh.up_head, dh.w_down, D))
+    out = cupy.empty((B, n), dtype=dt)
+    unpack = _kernel(f"phast_unpack_{sfx}", KERNEL_FILE)
+    unpack((_blocks(n, _TILE), _blocks(B, _TILE)), (_TILE, _TILE_ROWS),
+           (D, np.int64(n), np.int64(Bp), np.int64(B), dh.rank, out))
+    del D
+    return out, None, {"rounds": max(0, len(ptr) - 2), "relaxations": dh.arcs * B}

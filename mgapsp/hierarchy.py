@@ -1,0 +1,382 @@
+"""Contraction hierarchies for PHAST: built once per graph, swept by every batch.
+
+A hierarchy is a vertex order (ranks) and the chordal completion of the graph's
+undirected shape in that order: eliminating the vertices by increasing rank, each
+one's higher-ranked neighbours become a clique.  Every arc of that chordal graph
+carries two weights, one per direction, made *triangle-complete* by the customization
+(for every lower vertex ``x`` adjacent to ``u`` and ``v``: ``W[u->v] <= W[u->x] +
+W[x->v]``).  Then every shortest path has an equally short up-down path, and the
+distances from ``s`` to all vertices are:
+
+1. *up*: walk the elimination tree from ``s`` to its root (increasing rank) relaxing
+   each visited vertex's upward arcs (all upward neighbours are on that walk);
+2. *down*: visit every vertex by decreasing rank (level by level: a vertex's upward
+   neighbours are its elimination-tree ancestors, so a level of equal depth is
+   independent) and take ``d(v) = min(d(v), d(u) + W[u->v])`` over its upward arcs.
+
+The down sweep is the same for every source, so a batch of sources sweeps together:
+the batch is the contiguous dimension (PHAST, Delling et al. 2011).
+
+The order is the minimum-degree order SuperLU computes for a symmetric factorization
+of the graph's Laplacian (``permc_spec="MMD_AT_PLUS_A"``); the factor ``L``'s pattern
+is the chordal completion itself.  Both come from compiled code, so a road network of
+a few hundred thousand vertices is ordered, completed and customized in seconds.
+On graphs without small separators (social networks, random graphs) the completion
+fills in towards a dense matrix: PHAST is for road-like graphs.
+
+Weights must be non-negative (a hierarchy of a graph with negative weights would need
+its potentials first: use ``johnson``).
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import scipy.sparse as sp
+
+from .errors import UnsupportedError
+from .graph import Graph
+
+__all__ = ["Hierarchy", "build", "load", "save", "distances", "arcs_limit"]
+
+#: file format version of a saved hierarchy
+FORMAT = 1
+#: most arcs a hierarchy may have, as a multiple of the graph's edges plus vertices;
+#: beyond it the graph is not road-like (its completion is filling in) and the build
+#: stops with a message instead of filling the memory
+FILL_LIMIT = 64
+#: elements (arcs x sources) one step of the CPU sweep works on at a time
+_CPU_PIECE = 2**22
+
+
+@dataclass(eq=False)
+class Hierarchy:
+    """A customized contraction hierarchy, in rank space (rank 0 is eliminated first).
+
+    Attributes
+    ----------
+    rank : int32 (n,)          rank of each vertex
+    order : int32 (n,)         vertex of each rank
+    up_ptr : int64 (n + 1,)    arcs of rank r: ``up_ptr[r] .. up_ptr[r + 1]``
+    up_head : int32 (arcs,)    the higher rank of each arc, increasing within a row
+    w_up : float64 (arcs,)     ``W[r -> head]`` (inf where no path of lower vertices)
+    w_down : float64 (arcs,)   ``W[head -> r]``
+    parent : int32 (n,)        elimination-tree parent (the lowest upward neighbour), -1 at a root
+    depth : int32 (n,)         distance from the root in the elimination tree
+    fingerprint : str          of the graph it was built from
+    """
+
+    rank: np.ndarray
+    order: np.ndarray
+    up_ptr: np.ndarray
+    up_head: np.ndarray
+    w_up: np.ndarray
+    w_down: np.ndarray
+    parent: np.ndarray
+    depth: np.ndarray
+    fingerprint: str
+
+    @property
+    def n(self) -> int:
+        return len(self.rank)
+
+    @property
+    def arcs(self) -> int:
+        return len(self.up_head)
+
+    @property
+    def height(self) -> int:
+        """Levels of the down sweep (the elimination tree's depth plus one)."""
+        return int(self.depth.max(initial=-1)) + 1
+
+    def levels(self) -> tuple[np.ndarray, np.ndarray]:
+        """Ranks grouped by depth, root level first: ``(level_ptr, level_ranks)``."""
+        by_depth = np.argsort(self.depth, kind="stable").astype(np.int32)
+        counts = np.bincount(self.depth, minlength=self.height)
+        ptr = np.zeros(len(counts) + 1, dtype=np.int64)
+        np.cumsum(counts, out=ptr[1:])
+        return ptr, by_depth
+
+    def nbytes(self) -> int:
+        return sum(a.nbytes for a in (self.rank, self.order, self.up_ptr, self.up_head,
+                                      self.w_up, self.w_down, self.parent, self.depth))
+
+
+# -- build ---------------------------------------------------------------------------
+def _check_weights(graph: Graph) -> None:
+    if graph.has_negative_weights:
+        raise UnsupportedError(
+            f"phast needs non-negative weights, but graph {graph.name!r} has weight "
+            f"{graph.min_weight:g}; use johnson or bellman-ford")
+
+
+def _order_and_completion(graph: Graph):
+    """Ranks and the chordal completion (CSC of the strict lower factor, in rank space)."""
+    n = graph.n
+    src = graph.sources_of_edges
+    dst = graph.indices.astype(np.int64)
+    keep = src != dst
+    A = sp.csr_matrix((np.ones(int(keep.sum())), (src[keep], dst[keep])), shape=(n, n))
+    A = ((A + A.T) > 0).astype(np.float64)
+    degree = np.asarray(A.sum(axis=1)).ravel()
+    # a symmetric, strictly diagonally dominant matrix of the graph's shape: factorized
+    # with diagonal pivots, its factor's pattern is the elimination of the graph
+    M = (sp.diags(degree + 1.0) - A).tocsc()
+    from scipy.sparse.linalg import splu
+
+    lu = splu(M, permc_spec="MMD_AT_PLUS_A", diag_pivot_thresh=0.0,
+              options={"SymmetricMode": True})
+    if not np.array_equal(lu.perm_r, lu.perm_c):
+        raise RuntimeError("SuperLU left the diagonal: no symmetric elimination order")
+    rank = lu.perm_c.astype(np.int32)
+    L = sp.csc_matrix(lu.L)
+    L.sort_indices()
+    del lu
+    return rank, L
+
+
+def _lower_arcs(L: sp.csc_matrix, n: int):
+    """Strictly-below-diagonal pattern of ``L`` as (up_ptr, up_head)."""
+    rows = L.indices.astype(np.int64)
+    cols = np.repeat(np.arange(n, dtype=np.int64), np.diff(L.indptr))
+    below = rows > cols
+    counts = np.bincount(cols[below], minlength=n)
+    up_ptr = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(counts, out=up_ptr[1:])
+    return up_ptr, rows[below].astype(np.int32)
+
+
+def _close(up_ptr: np.ndarray, up_head: np.ndarray, n: int):
+    """The arcs made a perfect elimination: each rank's upward neighbours other than
+    its parent are upward neighbours of its parent.  Returns the input when it already
+    is one (the factor's pattern normally is), else the completed arcs."""
+    first = up_ptr[:-1]
+    has = np.diff(up_ptr) > 0
+    parent = np.full(n, -1, dtype=np.int64)
+    parent[has] = up_head[first[has]]
+    tail = np.repeat(np.arange(n, dtype=np.int64), np.diff(up_ptr))
+    keys = tail * n + up_head
+    other = up_head.astype(np.int64) != parent[tail]
+    need = parent[tail[other]] * n + up_head[other]
+    pos = np.searchsorted(keys, need)
+    pos[pos >= len(keys)] = 0
+    if len(need) == 0 or bool((keys[pos] == need).all()):
+        return up_ptr, up_head
+    # rare: complete it the slow way (merge each rank's row into its parent's)
+    rows = [set(up_head[up_ptr[r]:up_ptr[r + 1]].tolist()) for r in range(n)]
+    for r in range(n):
+        if rows[r]:
+            p = min(rows[r])
+            rows[p] |= rows[r]
+            rows[p].discard(p)
+    counts = np.fromiter((len(s) for s in rows), dtype=np.int64, count=n)
+    up_ptr = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(counts, out=up_ptr[1:])
+    up_head = np.fromiter((v for s in rows for v in sorted(s)), dtype=np.int32,
+                          count=int(up_ptr[-1]))
+    return up_ptr, up_head
+
+
+def _tree(up_ptr: np.ndarray, up_head: np.ndarray, n: int):
+    """Elimination-tree parent, depth (root 0) and height (leaf 0) of every rank."""
+    has = np.diff(up_ptr) > 0
+    parent = np.full(n, -1, dtype=np.int32)
+    parent[has] = up_head[up_ptr[:-1][has]]
+    par = parent.tolist()
+    depth = [0] * n
+    for r in range(n - 1, -1, -1):          # a parent's rank is higher: done first
+        p = par[r]
+        if p >= 0:
+            depth[r] = depth[p] + 1
+    height = [0] * n
+    for r in range(n):                      # children first
+        p = par[r]
+        if p >= 0 and height[r] + 1 > height[p]:
+            height[p] = height[r] + 1
+    return parent, np.asarray(depth, dtype=np.int32), np.asarray(height, dtype=np.int32)
+
+
+def _arc_index(keys: np.ndarray, lo: np.ndarray, hi: np.ndarray, n: int) -> np.ndarray:
+    want = lo.astype(np.int64) * n + hi
+    pos = np.searchsorted(keys, want)
+    if len(want) and (pos.max() >= len(keys) or not bool((keys[pos] == want).all())):
+        raise RuntimeError("hierarchy arcs are not a chordal completion")
+    return pos
+
+
+def _customize(graph: Graph, rank, up_ptr, up_head, height, n):
+    """Arc weights: the graph's edges, then every lower triangle, bottom-up."""
+    tail = np.repeat(np.arange(n, dtype=np.int64), np.diff(up_ptr))
+    keys = tail * n + up_head
+    w_up = np.full(len(up_head), np.inf)
+    w_down = np.full(len(up_head), np.inf)
+    src = rank[graph.sources_of_edges].astype(np.int64)
+    dst = rank[graph.indices].astype(np.int64)
+    w = graph.weights
+    keep = src != dst                       # self-loops (non-negative) never help
+    src, dst, w = src[keep], dst[keep], w[keep]
+    upward = src < dst
+    np.minimum.at(w_up, _arc_index(keys, src[upward], dst[upward], n), w[upward])
+    np.minimum.at(w_down, _arc_index(keys, dst[~upward], src[~upward], n), w[~upward])
+    # triangles (x, u, v) with x lowest: W[u->v] <= W[u->x] + W[x->v].  An arc's
+    # lower triangles have their x below it in the elimination tree, so taking the
+    # x by height (leaves first) finishes every arc before it is used.
+    counts = np.diff(up_ptr)
+    by_height = np.argsort(height, kind="stable")
+    bounds = np.searchsorted(height[by_height], np.arange(int(height.max(initial=0)) + 2))
+    for h in range(len(bounds) - 1):
+        xs = by_height[bounds[h]:bounds[h + 1]]
+        k = counts[xs]
+        xs, k = xs[k > 1], k[k > 1]
+        if len(xs) == 0:
+            continue
+        # every ordered pair (i, j) of arcs of the same x
+        starts = up_ptr[xs]
+        arc_i = np.repeat(np.repeat(starts, k) + _ranges(k), np.repeat(k, k))
+        first_j = np.repeat(starts, k * k)
+        arc_j = first_j + _ranges(np.repeat(k, k))
+        pair = arc_i != arc_j
+        arc_i, arc_j = arc_i[pair], arc_j[pair]
+        u, v = up_head[arc_i], up_head[arc_j]
+        cand = w_down[arc_i] + w_up[arc_j]   # W[u->x] + W[x->v]
+        fin = np.isfinite(cand)
+        u, v, cand = u[fin], v[fin], cand[fin]
+        up = u < v
+        np.minimum.at(w_up, _arc_index(keys, u[up], v[up], n), cand[up])
+        np.minimum.at(w_down, _arc_index(keys, v[~up], u[~up], n), cand[~up])
+    return w_up, w_down
+
+
+def _ranges(k: np.ndarray) -> np.ndarray:
+    """Concatenated ``arange(k_i)`` for each ``k_i``."""
+    total = int(k.sum())
+    if total == 0:
+        return np.zeros(0, dtype=np.int64)
+    starts = np.repeat(np.cumsum(k) - k, k)
+    return np.arange(total, dtype=np.int64) - starts
+
+
+def arcs_limit(graph: Graph) -> int:
+    return FILL_LIMIT * (graph.m + graph.n)
+
+
+def build(graph: Graph) -> Hierarchy:
+    """The customized hierarchy of ``graph`` (non-negative weights)."""
+    _check_weights(graph)
+    n = graph.n
+    rank, L = _order_and_completion(graph)
+    if L.nnz - n > arcs_limit(graph):
+        raise UnsupportedError(
+            f"graph {graph.name!r} is not road-like: its contraction hierarchy would "
+            f"have {L.nnz - n:,} arcs for {graph.m:,} edges; use bellman-ford or dijkstra")
+    up_ptr, up_head = _lower_arcs(L, n)
+    del L
+    up_ptr, up_head = _close(up_ptr, up_head, n)
+    parent, depth, height = _tree(up_ptr, up_head, n)
+    w_up, w_down = _customize(graph, rank, up_ptr, up_head, height, n)
+    order = np.empty(n, dtype=np.int32)
+    order[rank] = np.arange(n, dtype=np.int32)
+    return Hierarchy(rank=rank, order=order, up_ptr=up_ptr, up_head=up_head, w_up=w_up,
+                     w_down=w_down, parent=parent, depth=depth,
+                     fingerprint=graph.fingerprint)
+
+
+# -- cache on disk ---------------------------------------------------------------------
+_FIELDS = ("rank", "order", "up_ptr", "up_head", "w_up", "w_down", "parent", "depth")
+
+
+def save(h: Hierarchy, path) -> Path:
+    """Write ``h`` to ``path`` (an ``.npz``), atomically (a temporary file renamed)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".hierarchy-", suffix=".npz")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            np.savez(f, format=np.int64(FORMAT), fingerprint=np.str_(h.fingerprint),
+                     **{k: getattr(h, k) for k in _FIELDS})
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return path
+
+
+def load(path, graph: Graph) -> Hierarchy | None:
+    """The hierarchy saved at ``path`` for ``graph``, or None when there is none, it is
+    of another graph or another format, or it cannot be read (it is then rebuilt)."""
+    try:
+        with np.load(path, allow_pickle=False) as z:
+            if int(z["format"]) != FORMAT or str(z["fingerprint"]) != graph.fingerprint:
+                return None
+            h = Hierarchy(fingerprint=graph.fingerprint, **{k: z[k] for k in _FIELDS})
+    except (OSError, ValueError, KeyError, EOFError):
+        return None
+    if h.n != graph.n or len(h.up_ptr) != graph.n + 1 or int(h.up_ptr[-1]) != h.arcs:
+        return None
+    return h
+
+
+def cached(graph: Graph, directory=None) -> Hierarchy:
+    """``graph``'s hierarchy: read from ``directory`` (keyed by the fingerprint) when
+    it is there, else built (and saved there when a directory is given)."""
+    if directory is None:
+        return build(graph)
+    path = Path(directory) / f"{graph.fingerprint}.npz"
+    h = load(path, graph) if path.exists() else None
+    if h is None:
+        h = build(graph)
+        save(h, path)
+    return h
+
+
+# -- CPU query -------------------------------------------------------------------------
+def distances(h: Hierarchy, sources, dtype=np.float64) -> np.ndarray:
+    """Distances ``(len(sources), n)`` from ``sources`` (vertex indices), by the up
+    walks and the down sweep on the CPU; ``inf`` where unreachable."""
+    dtype = np.dtype(dtype)
+    src = np.asarray(sources, dtype=np.int64).ravel()
+    n, B = h.n, len(src)
+    D = np.full((n, B), np.inf, dtype=dtype)        # rank-major: a row per rank
+    if B == 0:
+        return D.T.copy()
+    cols = np.arange(B)
+    cur = h.rank[src].astype(np.int64)
+    D[cur, cols] = 0
+    w_up = h.w_up.astype(dtype)
+    w_down = h.w_down.astype(dtype)
+    counts = np.diff(h.up_ptr)
+    # up: every source walks its elimination-tree path, all sources in step
+    alive = np.ones(B, dtype=bool)
+    while alive.any():
+        x, b = cur[alive], cols[alive]
+        k = counts[x]
+        arcs = np.repeat(h.up_ptr[x], k) + _ranges(k)
+        bb = np.repeat(b, k)
+        np.minimum.at(D, (h.up_head[arcs], bb), np.repeat(D[x, b], k) + w_up[arcs])
+        cur[alive] = h.parent[x]
+        alive &= cur >= 0
+    # down: levels from the roots; each level's arcs in pieces of bounded size
+    ptr, ranks = h.levels()
+    for lv in range(1, len(ptr) - 1):
+        xs = ranks[ptr[lv]:ptr[lv + 1]]
+        xs = xs[counts[xs] > 0]
+        step = max(1, _CPU_PIECE // max(1, B * int(counts[xs].max(initial=1))))
+        for i in range(0, len(xs), step):
+            part = xs[i:i + step]
+            k = counts[part]
+            arcs = np.repeat(h.up_ptr[part], k) + _ranges(k)
+            cand = D[h.up_head[arcs]] + w_down[arcs][:, None]
+            best = np.minimum.reduceat(cand, np.cumsum(k) - k, axis=0)
+            np.minimum(D[part], best, out=best)
+            D[part] = best
+    return np.ascontiguousarray(D[h.rank].T)
+
+
+def describe(h: Hierarchy) -> dict:
+    """Its size, for job records and benchmarks."""
+    return {"arcs": h.arcs, "levels": h.height, "bytes": h.nbytes(),
+            "max_up_degree": int(np.diff(h.up_ptr).max(initial=0))}

@@ -1,0 +1,68 @@
+"""Batched PHAST on the GPU (mgapsp.cuda.phast) against SciPy and the CPU sweep."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from helpers import assert_distances_equal, planar_graph, scipy_distances
+from mgapsp import hierarchy
+from mgapsp.cuda import phast
+from mgapsp.readers import read_graph
+
+pytestmark = pytest.mark.gpu
+
+DTYPES = [np.float32, np.float64]
+
+
+def run(h, sources, dtype):
+    dist, pred, stats = phast.phast_batch(phast.upload(h, dtype), sources)
+    assert pred is None and dist.dtype == np.dtype(dtype)
+    assert stats["rounds"] == max(0, h.height - 1)
+    return phast._cupy().asnumpy(dist)
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
+@pytest.mark.parametrize("batch", [1, 5, 32, 33, 70])
+@pytest.mark.parametrize("seed", range(3))
+def test_random_planar_graphs(seed, batch, dtype):
+    rng = np.random.default_rng(100 + seed)
+    graph = planar_graph(rng, int(rng.integers(60, 2000)), components=1 + seed)
+    h = hierarchy.build(graph)
+    src = rng.choice(graph.n, min(batch, graph.n), replace=False)
+    got = run(h, src, dtype)
+    ref = scipy_distances(graph, src)
+    if dtype == np.float64:
+        np.testing.assert_array_equal(got, ref)       # integer weights: exact
+    else:
+        assert_distances_equal(got, ref, dtype="float32")
+    np.testing.assert_array_equal(got, hierarchy.distances(h, src, dtype=dtype))
+
+
+@pytest.mark.parametrize("name,count", [("rome99.gr", 200), ("Austin_net.tntp", 100),
+                                        ("NY.pace.gr.gz", 64), ("ChicagoSketch_net.tntp", 90)])
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
+def test_road_networks(data_dir, name, count, dtype):
+    graph = read_graph(data_dir / name)
+    h = hierarchy.build(graph)
+    src = np.random.default_rng(1).choice(graph.n, count, replace=False)
+    assert_distances_equal(run(h, src, dtype), scipy_distances(graph, src), dtype=dtype)
+
+
+def test_float_weights_and_duplicate_sources():
+    rng = np.random.default_rng(7)
+    graph = planar_graph(rng, 900, integer=False)
+    h = hierarchy.build(graph)
+    src = np.array([5, 5, 0, 899, 5])
+    got = run(h, src, np.float64)
+    assert_distances_equal(got, scipy_distances(graph, src))
+    np.testing.assert_array_equal(got[0], got[1])
+
+
+def test_empty_and_bad_batches():
+    graph = planar_graph(np.random.default_rng(2), 100)
+    dh = phast.upload(hierarchy.build(graph), np.float32)
+    dist, _, stats = phast.phast_batch(dh, [])
+    assert dist.shape == (0, 100) and stats["relaxations"] == 0
+    with pytest.raises(ValueError, match="0 <= source < N. Got N=100, source=100"):
+        phast.phast_batch(dh, [3, 100])

@@ -1,0 +1,139 @@
+"""Contraction hierarchies (mgapsp.hierarchy) and the CPU PHAST query, against SciPy."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from helpers import assert_distances_equal, planar_graph, scipy_distances
+from mgapsp import hierarchy
+from mgapsp.errors import UnsupportedError
+from mgapsp.graph import Graph
+from mgapsp.readers import read_graph
+
+ROADS = [("rome99.gr", None), ("Austin_net.tntp", 300), ("SiouxFalls_net.tntp", None),
+         ("Anaheim_net.tntp", None), ("ChicagoSketch_net.tntp", 200)]
+
+
+def spread(n, count):
+    return np.unique(np.linspace(0, n - 1, min(n, count)).astype(np.int64))
+
+
+def assert_is_chordal_completion(h: hierarchy.Hierarchy, graph: Graph) -> None:
+    """Each rank's upward neighbours other than its parent are its parent's too (a
+    perfect elimination order), the graph's edges are arcs, parent and depth agree."""
+    n = h.n
+    tail = np.repeat(np.arange(n), np.diff(h.up_ptr))
+    assert (h.up_head > tail).all()
+    keys = tail.astype(np.int64) * n + h.up_head
+    assert (np.diff(keys) > 0).all(), "arcs not sorted and unique"
+    has = np.diff(h.up_ptr) > 0
+    assert (h.parent[has] == h.up_head[h.up_ptr[:-1][has]]).all()
+    assert (h.parent[~has] == -1).all()
+    other = h.up_head != h.parent[tail]
+    need = h.parent[tail[other]].astype(np.int64) * n + h.up_head[other]
+    assert np.isin(need, keys).all(), "an elimination left a non-clique"
+    a, b = h.rank[graph.sources_of_edges], h.rank[graph.indices]
+    lo, hi = np.minimum(a, b), np.maximum(a, b)
+    loop = lo == hi
+    assert np.isin(lo[~loop].astype(np.int64) * n + hi[~loop], keys).all()
+    child = np.flatnonzero(h.parent >= 0)
+    assert (h.depth[child] == h.depth[h.parent[child]] + 1).all()
+    assert (h.depth[h.parent < 0] == 0).all()
+    assert (np.sort(h.order[h.rank]) == np.arange(n)).all()
+
+
+@pytest.mark.parametrize("name,count", ROADS, ids=[r[0] for r in ROADS])
+def test_road_networks_match_scipy(data_dir, name, count):
+    graph = read_graph(data_dir / name)
+    h = hierarchy.build(graph)
+    assert_is_chordal_completion(h, graph)
+    src = np.arange(graph.n) if count is None else spread(graph.n, count)
+    assert_distances_equal(hierarchy.distances(h, src), scipy_distances(graph, src))
+
+
+def test_ny_road_network_sample(data_dir):
+    graph = read_graph(data_dir / "NY.pace.gr.gz")
+    h = hierarchy.build(graph)
+    assert h.arcs < 8 * graph.m and h.height < 2000, hierarchy.describe(h)
+    src = spread(graph.n, 12)
+    got = hierarchy.distances(h, src)
+    np.testing.assert_array_equal(got, scipy_distances(graph, src))   # integer weights
+
+
+@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("integer", [True, False], ids=["int", "float"])
+def test_random_planar_graphs(seed, integer):
+    """Delaunay road-likes: one-way streets, a weight per direction, zero weights,
+    several components; integer weights must come out exactly."""
+    rng = np.random.default_rng(seed)
+    graph = planar_graph(rng, int(rng.integers(50, 1500)), integer=integer,
+                         components=1 + seed % 3)
+    h = hierarchy.build(graph)
+    assert_is_chordal_completion(h, graph)
+    src = spread(graph.n, 64)
+    got = hierarchy.distances(h, src)
+    ref = scipy_distances(graph, src)
+    if integer:
+        np.testing.assert_array_equal(got, ref)
+    else:
+        assert_distances_equal(got, ref)
+    got32 = hierarchy.distances(h, src, dtype=np.float32)
+    assert got32.dtype == np.float32
+    assert_distances_equal(got32, ref, dtype="float32")
+
+
+def test_small_and_degenerate_graphs():
+    one = Graph.from_edges([0], [0], [2.0], n=1)
+    assert hierarchy.distances(hierarchy.build(one), [0]).tolist() == [[0.0]]
+    empty = Graph.from_edges([], [], [], n=5)
+    d = hierarchy.distances(hierarchy.build(empty), [0, 3])
+    assert d[0, 0] == 0 and d[1, 3] == 0 and np.isinf(d).sum() == 8
+    # parallel edges keep their minimum, self-loops are ignored, zero weights count
+    g = Graph.from_edges([0, 0, 1, 1, 2, 2], [1, 1, 1, 2, 0, 3], [5.0, 2.0, 1.0, 0.0, 4.0, 3.0], n=4)
+    assert_distances_equal(hierarchy.distances(hierarchy.build(g), np.arange(4)),
+                           scipy_distances(g, np.arange(4)))
+    assert hierarchy.distances(hierarchy.build(g), []).shape == (0, 4)
+
+
+def test_negative_weights_are_refused():
+    g = Graph.from_edges([0, 1], [1, 2], [1.0, -1.0], n=3)
+    with pytest.raises(UnsupportedError, match="phast needs non-negative weights.*johnson"):
+        hierarchy.build(g)
+
+
+def test_graphs_that_fill_in_are_refused(monkeypatch):
+    rng = np.random.default_rng(3)
+    g = Graph.from_edges(rng.integers(0, 300, 3000), rng.integers(0, 300, 3000),
+                         rng.integers(1, 9, 3000).astype(float), n=300, name="random")
+    monkeypatch.setattr(hierarchy, "FILL_LIMIT", 1)
+    with pytest.raises(UnsupportedError, match="'random' is not road-like"):
+        hierarchy.build(g)
+
+
+def test_closing_an_open_elimination():
+    """A 4-cycle eliminated in order 0..3 needs the fill arc 1-3; _close adds it."""
+    up_ptr = np.array([0, 2, 3, 4, 4])
+    up_head = np.array([1, 3, 2, 3], dtype=np.int32)
+    ptr, head = hierarchy._close(up_ptr, up_head, 4)
+    assert ptr.tolist() == [0, 2, 4, 5, 5] and head.tolist() == [1, 3, 2, 3, 3]
+    same_ptr, same_head = hierarchy._close(ptr, head, 4)
+    assert same_ptr is ptr and same_head is head
+
+
+def test_saved_hierarchies(tmp_path):
+    rng = np.random.default_rng(9)
+    graph = planar_graph(rng, 400)
+    built = hierarchy.cached(graph, tmp_path)
+    path = tmp_path / f"{graph.fingerprint}.npz"
+    assert path.is_file() and not list(tmp_path.glob(".hierarchy-*"))
+    again = hierarchy.load(path, graph)
+    for f in hierarchy._FIELDS:
+        np.testing.assert_array_equal(getattr(again, f), getattr(built, f))
+    other = planar_graph(np.random.default_rng(10), 400)
+    assert hierarchy.load(path, other) is None          # another graph's file
+    path.write_bytes(b"not a hierarchy")
+    assert hierarchy.load(path, graph) is None
+    rebuilt = hierarchy.cached(graph, tmp_path)          # a bad file is rebuilt
+    np.testing.assert_array_equal(rebuilt.w_up, built.w_up)
+    assert hierarchy.load(path, graph) is not None
