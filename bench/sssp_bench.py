@@ -14,6 +14,7 @@ on 48 of its rows.  Prints a table at the end; appends its rows to
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import statistics
@@ -33,6 +34,8 @@ from mgapsp.graph import Graph  # noqa: E402
 from mgapsp.readers import read_graph  # noqa: E402
 
 DATA = Path(__file__).resolve().parents[1] / "tests" / "data"
+#: the Bellman-Ford switches, each measured off in the ablation rows
+BF_FLAGS = [f.name for f in dataclasses.fields(frontier.BFOptions)]
 ROWS: list[dict] = []
 
 
@@ -155,11 +158,11 @@ def part_gnutella():
                                                  lambda: bellman_ford.bellman_ford_batch(d32, src)), **kw)
     case(g, src, "BF in 4 batches", batched(lambda s: bellman_ford.bellman_ford_batch(d32, s), src, 4),
          repeats=1, **kw)
-    for flag in ("frontier", "dedup", "classify", "virtual_warp", "early_stop"):
+    for flag in BF_FLAGS:
         opt = frontier.BFOptions(**{flag: False})
         case(g, src, f"BF {flag} off", lambda o=opt: bellman_ford.bellman_ford_batch(d32, src, options=o),
              **kw)
-    off = frontier.BFOptions(False, False, False, False, False)
+    off = frontier.BFOptions(**{flag: False for flag in BF_FLAGS})
     case(g, src, "BF all off", lambda: bellman_ford.bellman_ford_batch(d32, src, options=off), **kw)
     case(g, src, "BF predecessors", lambda: bellman_ford.bellman_ford_batch(d32, src, predecessors=True),
          repeats=1, **kw)

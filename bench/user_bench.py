@@ -2,7 +2,7 @@
 each beside the kernel's own time and SciPy's Dijkstra measured in the same run.
 
     python bench/user_bench.py [--out bench] [--repeats 5]
-                               [--parts api,dropin,read,cli,cpu-cli]
+                               [--parts api,phast,dropin,read,cli,cpu-cli]
 
 - ``api``: ``mgapsp.apsp(graph, sources=...)`` returning a NumPy array (wall clock,
   median of repeats after a warm-up), on Gnutella09 (all sources), the NY road network
@@ -140,6 +140,39 @@ def part_api(repeats: int) -> None:
         del got
 
 
+def part_phast(repeats: int) -> None:
+    """``apsp(algorithm="phast")`` on the road graphs: the first call builds the
+    hierarchy (its time reported beside), later calls of the process reuse it."""
+    from mgapsp import hierarchy
+
+    delaunay = mgapsp.read_graph(ROOT / "bench" / "data" / "delaunay_n14.mtx")
+    cases = [(mgapsp.read_graph(DATA / "NY.pace.gr.gz"), 4096, 32),
+             (mgapsp.read_graph(DATA / "Austin_net.tntp"), 4096, 512), (delaunay, None, 256)]
+    for graph, k, sample in cases:
+        rows = np.arange(graph.n) if k is None else some_sources(graph, k)
+        labels = graph.labels[rows]
+        t = time.perf_counter()
+        first = mgapsp.apsp(graph, backend="gpu", algorithm="phast", sources=labels)
+        first_s = time.perf_counter() - t
+        t = time.perf_counter()
+        hierarchy.build(graph)
+        build_s = time.perf_counter() - t
+        del first
+        wall, got = median_wall(lambda: mgapsp.apsp(graph, backend="gpu", algorithm="phast",
+                                                    sources=labels), repeats)
+        kernel, block = kernel_time(graph, rows, "phast", got.dtype, repeats)
+        import cupy
+
+        asnumpy, _ = median_wall(lambda: cupy.asnumpy(block), repeats)
+        del block
+        scipy_s, pick, ref = scipy_dijkstra(graph, rows, sample)
+        check(got, rows, pick, ref, graph.name)
+        add(graph.name, f"apsp(algorithm='phast') in process, {got.dtype}", graph, len(rows),
+            wall, scipy_s, len(pick), kernel, asnumpy, first_run_s=first_s,
+            hierarchy_s=build_s)
+        del got
+
+
 def part_dropin(repeats: int) -> None:
     for graph in (gnutella09(), mgapsp.read_graph(DATA / "rome99.gr")):
         csr = graph.to_scipy()
@@ -243,6 +276,8 @@ def write(out: Path, repeats: int) -> None:
         note = ""
         if "first_run_s" in r:
             note = f"; first run {ms(r['first_run_s'])}"
+        if "hierarchy_s" in r:
+            note += f", hierarchy build alone {ms(r['hierarchy_s'])}"
         if "zarr_plain_s" in r:
             note = f"; Zarr's `array[:]` {ms(r['zarr_plain_s'])}"
         if "imports_s" in r:
@@ -264,9 +299,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", default="bench")
     parser.add_argument("--repeats", type=int, default=5)
-    parser.add_argument("--parts", default="api,dropin,read,cli,cpu-cli")
+    parser.add_argument("--parts", default="api,phast,dropin,read,cli,cpu-cli")
     args = parser.parse_args()
-    parts = {"api": part_api, "dropin": part_dropin, "read": part_read, "cli": part_cli,
+    parts = {"api": part_api, "phast": part_phast, "dropin": part_dropin, "read": part_read, "cli": part_cli,
              "cpu-cli": part_cpu_cli}
     for name in args.parts.split(","):
         parts[name](args.repeats)

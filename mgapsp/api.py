@@ -47,7 +47,11 @@ def apsp(graph, *, out=None, algorithm: str = "auto", backend: str = "auto",
         cluster started for the call) and the store is returned as a :class:`~mgapsp.Result`.
         Omitted: the distances come back as a NumPy array, computed in this process
         (or, with ``client``, on its workers through a temporary store).
-    algorithm : {"auto", "bellman-ford", "dijkstra", "johnson", "floyd-warshall"}
+    algorithm : {"auto", "bellman-ford", "dijkstra", "johnson", "floyd-warshall", "phast"}
+        ``phast``: a contraction hierarchy built once per graph (seconds for a road
+        network of a few hundred thousand vertices, kept for the process's next
+        calls), then one sweep per batch; for road-like graphs with non-negative
+        weights, no predecessors.
     backend : {"auto", "gpu", "cpu"}
         ``auto`` uses the GPU when CUDA devices are visible.
     dtype : {"auto", "float32", "float64"}

@@ -16,7 +16,7 @@ import numpy as np
 
 from .errors import GraphFormatError, MgapspError, UnknownLabelError
 
-_ALGORITHMS = ["auto", "bellman-ford", "dijkstra", "johnson", "floyd-warshall"]
+_ALGORITHMS = ["auto", "bellman-ford", "dijkstra", "johnson", "floyd-warshall", "phast"]
 #: damaged batches listed one per line, at most
 _MAX_DAMAGED = 20
 
@@ -113,7 +113,9 @@ def _cluster_options(command):
 @click.option("--unweighted", is_flag=True, help="Ignore weights: every edge weighs 1.")
 @click.option("--weight-column", default=None,
               help="Weight column (name or 0-based index) for TNTP and CSV inputs.")
-@click.option("--algorithm", type=click.Choice(_ALGORITHMS), default="auto", show_default=True)
+@click.option("--algorithm", type=click.Choice(_ALGORITHMS), default="auto", show_default=True,
+              help="phast: a contraction hierarchy built once per graph and kept beside "
+                   "the store (road networks, non-negative weights, no predecessors).")
 @click.option("--dtype", type=click.Choice(["auto", "float32", "float64"]), default="auto",
               show_default=True,
               help="auto: float32 where every distance is exact in it (integer weights, "

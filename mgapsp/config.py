@@ -56,6 +56,11 @@ KNOBS: dict[str, Knob] = {
         True, bool, "compress Blosc LZ4 chunks on the GPU (one GPU makes distances "
         "faster than the host's cores compress them)", user=True,
         alias="MGAPSP_GPU_COMPRESS"),
+    "phast.hierarchy-dir": Knob(
+        None, str, "where jobs keep the contraction hierarchies of the phast algorithm, "
+        "one file per graph fingerprint, so that the next job on the same graph skips "
+        "the build; default: a folder mgapsp-hierarchies beside the job's store",
+        user=True),
     "store.write-threads": Knob(
         None, int, "threads that compress and write chunks on the host; default: this "
         "process's share of the cores (one in a CPU worker, whose cores compute)",

@@ -32,6 +32,8 @@ from __future__ import annotations
 
 import os
 import tempfile
+import threading
+from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -41,7 +43,8 @@ import scipy.sparse as sp
 from .errors import UnsupportedError
 from .graph import Graph
 
-__all__ = ["Hierarchy", "build", "load", "save", "distances", "arcs_limit"]
+__all__ = ["Hierarchy", "build", "cached", "distances", "for_graph", "load", "save",
+           "PREDECESSORS"]
 
 #: file format version of a saved hierarchy
 FORMAT = 1
@@ -51,6 +54,13 @@ FORMAT = 1
 FILL_LIMIT = 64
 #: elements (arcs x sources) one step of the CPU sweep works on at a time
 _CPU_PIECE = 2**22
+#: hierarchies this process keeps in memory (by graph fingerprint)
+_KEEP = 2
+_MEMO: "OrderedDict[str, Hierarchy]" = OrderedDict()
+_MEMO_LOCK = threading.Lock()
+#: why PHAST gives no predecessors (its paths run over shortcuts)
+PREDECESSORS = ("phast gives no predecessors (its paths run over shortcuts); use "
+                "bellman-ford or dijkstra for predecessors")
 
 
 @dataclass(eq=False)
@@ -331,6 +341,23 @@ def cached(graph: Graph, directory=None) -> Hierarchy:
         h = build(graph)
         save(h, path)
     return h
+
+
+def for_graph(graph: Graph, directory=None) -> Hierarchy:
+    """This process's hierarchy of ``graph``: kept in memory after first use; read
+    from ``directory`` when it is there, else built (and saved there).  Threads
+    asking for the same graph at once build it once."""
+    key = graph.fingerprint
+    with _MEMO_LOCK:
+        h = _MEMO.get(key)
+        if h is None:
+            _check_weights(graph)
+            h = cached(graph, directory)
+            _MEMO[key] = h
+            while len(_MEMO) > _KEEP:
+                _MEMO.popitem(last=False)
+        _MEMO.move_to_end(key)
+        return h
 
 
 # -- CPU query -------------------------------------------------------------------------

@@ -16,6 +16,7 @@ from .backends import ALGORITHMS, SLAB_ALIGN, backend_algorithms, get_backend
 from .errors import InsufficientMemoryError, MgapspError, UnsupportedError, quote
 from . import config
 from .graph import Graph
+from .hierarchy import PREDECESSORS as PHAST_PREDECESSORS
 
 __all__ = ["JobPlan", "plan_job", "choose_algorithm", "choose_batch_size", "column_chunk",
            "fw_by_slabs", "slab_bounds", "owner_of_rows", "small_job", "DTYPES"]
@@ -95,9 +96,9 @@ def choose_algorithm(graph: Graph, algorithm: str, backend: str, n_sources: int,
         raise UnsupportedError(
             f"the {backend} backend does not run {algorithm}; it runs "
             f"{', '.join(available)}")
-    if algorithm == "dijkstra" and graph.has_negative_weights:
+    if algorithm in ("dijkstra", "phast") and graph.has_negative_weights:
         raise UnsupportedError(
-            f"dijkstra needs non-negative weights, but the graph has weight "
+            f"{algorithm} needs non-negative weights, but the graph has weight "
             f"{graph.min_weight:g}; use johnson or bellman-ford")
     return algorithm
 
@@ -202,6 +203,8 @@ def plan_job(graph: Graph, *, algorithm: str, backend: str, dtype: str, sources,
         backend_for_plan = backend
     algorithm = choose_algorithm(graph, algorithm, backend_for_plan, len(sources),
                                  backend_algorithms(backend_for_plan))
+    if predecessors and "phast" in (algorithm, cpu_algorithm):
+        raise UnsupportedError(PHAST_PREDECESSORS)
     # the GPU backend's sizing is plain arithmetic: constructing it touches no device
     impl = get_backend("cpu" if backend == "cpu" else "gpu")
     slabs = fw_by_slabs(algorithm, backend, predecessors, sources, graph.n)

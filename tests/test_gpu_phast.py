@@ -66,3 +66,36 @@ def test_empty_and_bad_batches():
     assert dist.shape == (0, 100) and stats["relaxations"] == 0
     with pytest.raises(ValueError, match="0 <= source < N. Got N=100, source=100"):
         phast.phast_batch(dh, [3, 100])
+
+
+# -- as users meet it -------------------------------------------------------------------
+def test_apsp_in_process(data_dir):
+    import mgapsp
+
+    graph = read_graph(data_dir / "NY.pace.gr.gz")
+    src = np.random.default_rng(3).choice(graph.n, 300, replace=False)
+    got = mgapsp.apsp(graph, algorithm="phast", backend="gpu", sources=graph.labels[src],
+                      batch_size=128)
+    assert got.dtype == np.float32                   # exact: integer sums below 2**24
+    np.testing.assert_array_equal(got, scipy_distances(graph, src))
+
+
+def test_job_on_a_gpu_cluster(gpu_client, tmp_path):
+    from test_phast_jobs import check_od_job
+
+    graph = planar_graph(np.random.default_rng(12), 5000, integer=False)
+    check_od_job(gpu_client, tmp_path, graph, batch_size=100)
+
+
+def test_backend_refuses_predecessors_and_negative_weights():
+    from mgapsp.backends import get_backend
+    from mgapsp.errors import UnsupportedError
+    from mgapsp.graph import Graph
+
+    gpu = get_backend("gpu")
+    ok = Graph.from_edges([0, 1], [1, 2], [1.0, 2.0], n=3)
+    with pytest.raises(UnsupportedError, match="phast gives no predecessors"):
+        gpu.distances(ok, [0], algorithm="phast", dtype=np.float32, predecessors=True)
+    neg = Graph.from_edges([0, 1], [1, 2], [1.0, -2.0], n=3)
+    with pytest.raises(UnsupportedError, match="phast needs non-negative weights"):
+        gpu.distances(neg, [0], algorithm="phast", dtype=np.float32)

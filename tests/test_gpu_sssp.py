@@ -37,7 +37,8 @@ FLAGS = [f.name for f in dataclasses.fields(BFOptions)]
 OPTION_SETS = ([BFOptions()] + [BFOptions(**{f: False}) for f in FLAGS]
                + [BFOptions(**{f: False for f in FLAGS})])
 OPTION_IDS = ["all-on"] + [f"no-{f}" for f in FLAGS] + ["all-off"]
-ALL_COMBINATIONS = [BFOptions(*bits) for bits in itertools.product([True, False], repeat=5)]
+ALL_COMBINATIONS = [BFOptions(*bits)
+                    for bits in itertools.product([True, False], repeat=len(FLAGS))]
 
 
 @pytest.fixture(autouse=True)

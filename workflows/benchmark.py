@@ -13,6 +13,7 @@ Writes ``results-<date>-<gpu>.md`` and ``.json`` to ``--out``.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import datetime as dt
 import json
 import platform
@@ -26,11 +27,14 @@ import numpy as np
 from scipy.sparse import csgraph
 
 import mgapsp
-from mgapsp.cuda import bellman_ford, device, frontier, sssp
+from mgapsp import hierarchy
+from mgapsp.cuda import bellman_ford, device, frontier, phast, sssp
 from mgapsp.cuda import fw as FW
 from mgapsp.graph import Graph
 
 DATA = Path(__file__).resolve().parent.parent / "tests" / "data"
+#: the Bellman-Ford switches, each measured off in the ablation rows
+BF_FLAGS = [f.name for f in dataclasses.fields(frontier.BFOptions)]
 
 
 # -- timing ---------------------------------------------------------------------
@@ -117,7 +121,7 @@ def sssp_rows(graph, sources, *, scipy_method, sample, algos, bf_ablation=False,
     if "bellman-ford" in algos:
         cases.append(("bellman-ford", lambda: bellman_ford.bellman_ford_batch(d32, sources)))
         if bf_ablation:
-            for flag in ("frontier", "dedup", "classify", "virtual_warp", "early_stop"):
+            for flag in BF_FLAGS:
                 opts = frontier.BFOptions(**{flag: False})
                 cases.append((f"bellman-ford, {flag} off",
                               lambda o=opts: bellman_ford.bellman_ford_batch(d32, sources, options=o)))
@@ -125,6 +129,13 @@ def sssp_rows(graph, sources, *, scipy_method, sample, algos, bf_ablation=False,
         for variant in ("general", "economic"):
             cases.append((f"crauser dijkstra ({variant})",
                           lambda v=variant: sssp.dijkstra_batch(d32, sources, variant=v)))
+    if "phast" in algos:
+        t0 = time.perf_counter()
+        h = hierarchy.build(graph)
+        prep = time.perf_counter() - t0
+        dh = phast.upload(h, np.float32)
+        cases.append((f"phast (hierarchy built in {prep:.2f} s, not timed)",
+                      lambda: phast.phast_batch(dh, sources)))
     if "johnson" in algos:
         d64 = device.upload_graph(graph, np.float64)
 
@@ -236,16 +247,24 @@ def write_report(rows, info, out: Path):
              f"GPU {info['gpu']} (sm {info['sm']}), CuPy {info['cupy']}; SciPy "
              f"{info['scipy']} on the same machine's CPU, one process. GPU times: CUDA "
              "events, median of repeats after a warm-up, output left on the device. "
-             "Relaxations = edges scanned; per edge = relaxations / (m x sources).", "",
-             "| graph | n | m | sources | algorithm | GPU time | relax/s | relax per edge "
-             "| min-plus updates/s | SciPy | SciPy time | speed-up |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+             "Relaxations = edges scanned; per edge = relaxations / (m x sources). Rounds: "
+             "of the batch (Bellman-Ford: with work; Crauser: phases); per round = GPU time "
+             "/ rounds.", "",
+             "| graph | n | m | sources | algorithm | GPU time | rounds | per round "
+             "| relax/s | relax per edge | min-plus updates/s | SciPy | SciPy time "
+             "| speed-up |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         relax = f"{r['relax_per_s'] / 1e9:.2f} G" if r.get("relax_per_s") else ""
         per_edge = f"{r['relax_per_edge']:.2f}" if r.get("relax_per_edge") else ""
         upd = f"{r['updates_per_s'] / 1e12:.2f} T" if r.get("updates_per_s") else ""
+        rounds = per_round = ""
+        if r.get("rounds") and r.get("relax_per_s"):
+            rounds = f"{r['rounds']:,}"
+            per_round = _fmt_s(r["gpu_s"] / r["rounds"])
         lines.append(f"| {r['graph']} | {r['n']:,} | {r['m']:,} | {r['sources']:,} | "
-                     f"{r['algorithm']} | {_fmt_s(r['gpu_s'])} | {relax} | {per_edge} | "
+                     f"{r['algorithm']} | {_fmt_s(r['gpu_s'])} | {rounds} | {per_round} | "
+                     f"{relax} | {per_edge} | "
                      f"{upd} | {r['scipy_method']} ({r['scipy_how']}) | "
                      f"{_fmt_s(r['scipy_s'])} | {r['speedup']:,.1f}x |")
     path = out / f"{stem}.md"
@@ -279,7 +298,7 @@ def main(argv=None):
             road = mgapsp.read_graph(DATA / name)
             src = np.sort(np.random.default_rng(4).choice(road.n, size=k, replace=False))
             sssp_rows(road, src, scipy_method="D", sample=min(sample, k),
-                      algos=("bellman-ford", "dijkstra"), bf_ablation=name.startswith("NY"),
+                      algos=("bellman-ford", "dijkstra", "phast"), bf_ablation=True,
                       rows=rows)
     if args.only in (None, "fw"):
         n = 4096 if args.quick else 16384

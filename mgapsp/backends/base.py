@@ -18,7 +18,7 @@ from ..graph import Graph
 
 __all__ = ["Backend", "BatchResult", "ALGORITHMS", "SLAB_ALIGN"]
 
-ALGORITHMS = ("bellman-ford", "dijkstra", "johnson", "floyd-warshall")
+ALGORITHMS = ("bellman-ford", "dijkstra", "johnson", "floyd-warshall", "phast")
 
 
 @dataclass

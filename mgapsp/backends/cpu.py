@@ -13,6 +13,7 @@ import os
 import numpy as np
 from scipy.sparse import csgraph
 
+from .. import hierarchy
 from ..errors import InsufficientMemoryError, NegativeCycleError, UnsupportedError
 from ..graph import Graph
 from .base import ALGORITHMS, SLAB_ALIGN, Backend, BatchResult
@@ -67,6 +68,11 @@ class CPUBackend(Backend):
             full, full_pred = self._floyd_warshall(graph, predecessors)
             dist = full[sources]
             pred = None if full_pred is None else full_pred[sources]
+        elif algorithm == "phast":
+            if predecessors:
+                raise UnsupportedError(hierarchy.PREDECESSORS)
+            dist = hierarchy.distances(hierarchy.for_graph(graph), sources, dtype=dtype)
+            pred = None
         else:
             raise UnsupportedError(f"unknown algorithm {algorithm!r}; "
                                    f"choose one of {', '.join(ALGORITHMS)}")
@@ -92,6 +98,8 @@ class CPUBackend(Backend):
                 return csr + (fw_rows + 256) * graph.n * 8 + batch_size * graph.n * 8
             return csr + graph.n * graph.n * (8 + (4 if predecessors else 0)) * 2
         per_row = graph.n * (8 + np.dtype(dtype).itemsize + (8 if predecessors else 0))
+        if algorithm == "phast":     # the hierarchy (arcs guessed), the sweep's state
+            return csr + (graph.m + graph.n) * 8 * 20 + batch_size * graph.n * 16
         return csr * 2 + batch_size * per_row
 
     # -- caches ---------------------------------------------------------------

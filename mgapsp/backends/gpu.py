@@ -17,7 +17,8 @@ from collections import OrderedDict
 
 import numpy as np
 
-from ..cuda import bellman_ford, frontier, fw, fw_slab, host_copy, sssp, staging
+from .. import hierarchy
+from ..cuda import bellman_ford, frontier, fw, fw_slab, host_copy, phast, sssp, staging
 from ..cuda import device as gpu
 from ..cuda.staging import FRAME_GROUP_BYTES
 from ..errors import InsufficientMemoryError, UnsupportedError
@@ -30,6 +31,9 @@ _LOCK = threading.RLock()
 #: (device, fingerprint, dtype) -> DeviceGraph, most recently used last
 _GRAPHS: "OrderedDict[tuple, gpu.DeviceGraph]" = OrderedDict()
 _MAX_GRAPHS = 4
+#: (device, fingerprint, dtype str) -> hierarchy on that device (phast)
+_HIERARCHIES: "OrderedDict[tuple, phast.DeviceHierarchy]" = OrderedDict()
+_MAX_HIERARCHIES = 2
 #: (device, fingerprint, dtype) -> (dist, pred or None); one matrix at a time
 _FW: "OrderedDict[tuple, tuple]" = OrderedDict()
 _MAX_FW = 1
@@ -39,12 +43,13 @@ _MAX_REWEIGHTED = 2
 
 
 def clear_device_cache() -> None:
-    """Forget every resident graph, reweighted copy and Floyd-Warshall matrix of this
-    process."""
+    """Forget every resident graph, reweighted copy, hierarchy and Floyd-Warshall
+    matrix of this process."""
     with _LOCK:
         _GRAPHS.clear()
         _FW.clear()
         _REWEIGHTED.clear()
+        _HIERARCHIES.clear()
 
 
 def _float_dtype(dtype) -> np.dtype:
@@ -72,7 +77,7 @@ class GPUBackend(Backend):
     """Distance blocks on the current CUDA device (one device per process)."""
 
     name = "gpu"
-    algorithms = ("bellman-ford", "dijkstra", "johnson", "floyd-warshall")
+    algorithms = ("bellman-ford", "dijkstra", "johnson", "floyd-warshall", "phast")
 
     # -- checks ------------------------------------------------------------------------
     def _check_algorithm(self, algorithm: str) -> str:
@@ -86,13 +91,16 @@ class GPUBackend(Backend):
 
     @staticmethod
     def _check_weights(graph: Graph, algorithm: str) -> None:
-        if algorithm == "dijkstra" and graph.has_negative_weights:
+        if algorithm in ("dijkstra", "phast") and graph.has_negative_weights:
             raise UnsupportedError(
-                f"dijkstra needs non-negative weights, but the graph has weight "
+                f"{algorithm} needs non-negative weights, but the graph has weight "
                 f"{graph.min_weight:g}; use johnson or bellman-ford")
 
     @staticmethod
-    def _check_predecessors(dtype: np.dtype, predecessors: bool) -> None:
+    def _check_predecessors(dtype: np.dtype, predecessors: bool,
+                            algorithm: str = "") -> None:
+        if predecessors and algorithm == "phast":
+            raise UnsupportedError(hierarchy.PREDECESSORS)
         if predecessors and dtype != np.float32:
             raise UnsupportedError(
                 f"the gpu backend gives predecessors with dtype float32 only, not {dtype}; "
@@ -121,7 +129,7 @@ class GPUBackend(Backend):
             # make room: drop what other graphs keep on this device, then look again
             with _LOCK:
                 fp = graph.fingerprint
-                for cache in (_FW, _REWEIGHTED, _GRAPHS):
+                for cache in (_FW, _REWEIGHTED, _GRAPHS, _HIERARCHIES):
                     for key in [k for k in cache if k[1] != fp]:
                         del cache[key]
             gpu.release_pool()
@@ -186,7 +194,7 @@ class GPUBackend(Backend):
         self._check_algorithm(algorithm)
         self._check_weights(graph, algorithm)
         dt = _float_dtype(dtype)
-        self._check_predecessors(dt, predecessors)
+        self._check_predecessors(dt, predecessors, algorithm)
         src = self._check_sources(graph, sources)
         n, B = graph.n, len(src)
         if B == 0:
@@ -204,6 +212,8 @@ class GPUBackend(Backend):
         timer = staging.GPUTimer().start()
         if algorithm == "floyd-warshall":
             result = self._floyd_warshall(graph, src, dt, predecessors)
+        elif algorithm == "phast":
+            result = self._phast(graph, src, dt)
         else:
             result = self._batched(graph, src, dt, predecessors, algorithm, potentials)
         result.stats["gpu_s"] = timer.stop()
@@ -230,6 +240,27 @@ class GPUBackend(Backend):
             dist, pred, stats = sssp.johnson_batch(d_rw, src, h, dt, predecessors)
         stats = {"algorithm": algorithm, "backend": self.name, **stats}
         return BatchResult(distances=dist, predecessors=pred, stats=stats)
+
+    def _phast(self, graph: Graph, src: np.ndarray, dt: np.dtype) -> BatchResult:
+        h = hierarchy.for_graph(graph)
+        key = (gpu.device_id(), graph.fingerprint, dt.str)
+        with _LOCK:
+            dh = _HIERARCHIES.get(key)
+        needed = phast.batch_bytes(graph.n, len(src), dt)
+        if dh is None:
+            needed += phast.device_bytes(h.n, h.arcs, dt)
+        self._ensure_memory(graph, needed, f"a batch of {len(src)} sources on "
+                            f"{graph.n} vertices", hint="use a smaller --batch-size")
+        if dh is None:
+            with _LOCK:
+                dh = _HIERARCHIES.get(key)
+                if dh is None:
+                    dh = _HIERARCHIES[key] = gpu.publish(phast.upload(h, dt))
+                    while len(_HIERARCHIES) > _MAX_HIERARCHIES:
+                        _HIERARCHIES.popitem(last=False)
+        dist, _, stats = phast.phast_batch(dh, src)
+        return BatchResult(distances=dist, predecessors=None,
+                           stats={"algorithm": "phast", "backend": self.name, **stats})
 
     def _reweighted(self, graph: Graph, dg, dt: np.dtype, potentials):
         """Johnson's reweighted device graph and the potentials on the device, cached
@@ -293,7 +324,7 @@ class GPUBackend(Backend):
         buffers while the next batch computes (:mod:`mgapsp.cuda.host_copy`)."""
         self._check_algorithm(algorithm)         # before the output is touched
         self._check_weights(graph, algorithm)
-        self._check_predecessors(_float_dtype(dist.dtype), pred is not None)
+        self._check_predecessors(_float_dtype(dist.dtype), pred is not None, algorithm)
         with gpu.caller_stream(), host_copy.HostCopier(dist, pred) as copier:
             for lo in range(0, len(sources), batch_size):
                 hi = min(lo + batch_size, len(sources))
@@ -346,6 +377,11 @@ class GPUBackend(Backend):
         # the graph, and the writer's scratch: it compresses a batch's chunks on the
         # device, FRAME_GROUP_BYTES at a time (a shuffled copy, LZ4 output, frames)
         fixed = _csr_bytes(graph, dt) + 3 * min(FRAME_GROUP_BYTES, B * n * out)
+        if algorithm == "phast":
+            # the hierarchy (arcs not known before it is built: a road network has
+            # a few per edge), the rank-major state and the output block
+            arcs = 8 * (graph.m + n)
+            return (fixed + phast.device_bytes(n, arcs, dt) + phast.batch_bytes(n, B, dt))
         if algorithm == "floyd-warshall":
             if fw_rows is not None:
                 # an integer (or the float) slab, its float copy, the pivot panels,

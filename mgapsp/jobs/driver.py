@@ -33,7 +33,7 @@ from ..store import Store, StoreLock, check_target, damaged_batches, new_run_id
 from . import fw_slabs
 from .cluster import ConfigPlugin
 from .report import JobReport
-from .tasks import compute_potentials, drop_slabs, probe_worker, run_batch
+from .tasks import compute_hierarchy, compute_potentials, drop_slabs, probe_worker, run_batch
 from .watchdog import Watchdog
 
 __all__ = ["run_job", "check_for_repair", "repair_job"]
@@ -150,6 +150,17 @@ def _run_locked(graph: Graph, out: str, client, token: str, lock: StoreLock, *,
         store = Store.create(out, graph, plan, overwrite=overwrite,
                              potentials=potentials, compression=compression,
                              shards=shards, run_id=token)
+    if "phast" in (plan.algorithm, plan.cpu_algorithm):
+        # one worker builds the hierarchy (or finds it from an earlier job) before
+        # the batches, which then read it
+        fut = client.submit(compute_hierarchy, graph, store.path,
+                            key=f"apsp-hierarchy-{token}")
+        try:
+            info = fut.result()
+        finally:
+            fut.release()
+        log.info("%s: contraction hierarchy of %s arcs, %d levels, in %.2f s", out,
+                 f"{info['arcs']:,}", info["levels"], info["seconds"])
 
     done = store.done_mask()
     log.info("%s: %s on the %s backend, %s, %d rows in %d batches of %d (%d done before)",

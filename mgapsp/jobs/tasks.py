@@ -16,14 +16,16 @@ import time
 
 import numpy as np
 
-from .. import config
+from pathlib import Path
+
+from .. import config, hierarchy
 from ..backends import BatchResult, get_backend
 from ..devices import gpu_count
 from ..errors import MgapspError
 from ..graph import Graph
 from ..store import Store
 
-__all__ = ["run_batch", "compute_potentials", "probe_worker", "cached_rows", "keep_slab",
+__all__ = ["run_batch", "compute_potentials", "compute_hierarchy", "hierarchy_dir", "probe_worker", "cached_rows", "keep_slab",
            "drop_slabs"]
 
 _LOCK = threading.Lock()
@@ -126,6 +128,8 @@ def run_batch(store_path: str, fingerprint: str, run: str, batch: int, start: in
     if result is None:
         graph = _graph(job, fingerprint)
         potentials = job.potentials if graph.has_negative_weights else None
+        if algorithm == "phast":   # the job's hierarchy, once per process
+            hierarchy.for_graph(graph, hierarchy_dir(store_path))
         load_s = time.perf_counter() - t0
         # a GPU block stays on the device: the writer cuts (and compresses) it there
         slot = _gpu_slot() if backend == "gpu" else contextlib.nullcontext()
@@ -191,6 +195,23 @@ def _plain(value):
     if isinstance(value, np.generic):
         return value.item()
     return value
+
+
+def hierarchy_dir(store_path: str) -> Path:
+    """Where a job's contraction hierarchies are kept (``mgapsp.phast.hierarchy-dir``,
+    else a folder beside its store)."""
+    where = config.get("phast.hierarchy-dir")
+    if where:
+        return Path(where)
+    return Path(os.path.abspath(store_path)).parent / "mgapsp-hierarchies"
+
+
+def compute_hierarchy(graph: Graph, store_path: str) -> dict:
+    """Worker task: the job's contraction hierarchy, read from its folder or built
+    and saved there (before any batch needs it); returns its size."""
+    t0 = time.perf_counter()
+    h = hierarchy.for_graph(graph, hierarchy_dir(store_path))
+    return {**hierarchy.describe(h), "seconds": time.perf_counter() - t0}
 
 
 def compute_potentials(graph: Graph, backend: str) -> np.ndarray:

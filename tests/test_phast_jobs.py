@@ -1,0 +1,85 @@
+"""The phast algorithm as users meet it: apsp() in-process and on a Dask cluster, the
+CLI with its hierarchy kept beside the store, and the refusals."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import zarr
+
+import mgapsp
+from mgapsp import hierarchy
+from mgapsp.backends import get_backend
+from mgapsp.errors import UnsupportedError
+from mgapsp.graph import Graph
+
+from helpers import assert_distances_equal, planar_graph, scipy_distances
+from test_cli import assert_one_line_error, mgapsp_cli
+
+
+def test_apsp_in_process(data_dir):
+    graph = mgapsp.read_graph(data_dir / "rome99.gr")
+    src = np.arange(0, graph.n, 37)
+    got = mgapsp.apsp(graph, algorithm="phast", backend="cpu", sources=graph.labels[src],
+                      batch_size=16)
+    np.testing.assert_array_equal(got, scipy_distances(graph, src))   # integer weights
+
+
+def check_od_job(client, tmp_path, graph, *, batch_size):
+    """An origin-destination job with phast on ``client``: its store equals SciPy,
+    its hierarchy lies beside the store."""
+    src, tgt = np.arange(0, graph.n, 7), np.arange(1, graph.n, 3)
+    res = mgapsp.apsp(graph, out=tmp_path / "od.zarr", client=client, algorithm="phast",
+                      sources=src, targets=tgt, batch_size=batch_size)
+    assert res.info["algorithm"] == "phast" and res.info["complete"]
+    assert_distances_equal(res.distances(), scipy_distances(graph, src)[:, tgt])
+    saved = list((tmp_path / "mgapsp-hierarchies").glob("*.npz"))
+    assert [p.stem for p in saved] == [graph.fingerprint]
+
+
+def test_apsp_on_a_cluster_with_targets(cpu_client, tmp_path):
+    graph = planar_graph(np.random.default_rng(4), 700, integer=False)
+    check_od_job(cpu_client, tmp_path, graph, batch_size=20)
+
+
+@pytest.mark.slow
+def test_cli_keeps_the_hierarchy_beside_the_store(data_dir, tmp_path):
+    out = tmp_path / "austin.zarr"
+    args = ("-v", "run", data_dir / "Austin_net.tntp", "-o", out, "--backend", "cpu",
+            "--algorithm", "phast", "--no-dashboard")
+    first = mgapsp_cli(*args)
+    assert "phast on cpu" in first.stdout and "contraction hierarchy of" in first.stderr
+    graph = mgapsp.read_graph(data_dir / "Austin_net.tntp")
+    saved = tmp_path / "mgapsp-hierarchies" / f"{graph.fingerprint}.npz"
+    built = saved.stat().st_mtime_ns
+    assert_distances_equal(zarr.open_group(out)["distances"][::53],
+                           scipy_distances(graph, np.arange(0, graph.n, 53)))
+    mgapsp_cli(*args, "--overwrite")
+    assert saved.stat().st_mtime_ns == built          # the next job read it
+    verify = mgapsp_cli("verify", out)
+    assert "ok" in verify.stdout
+
+
+def test_cli_refusals(data_dir, tmp_path):
+    pred = mgapsp_cli("run", data_dir / "rome99.gr", "-o", tmp_path / "p.zarr", "--backend",
+                      "cpu", "--algorithm", "phast", "--predecessors", check=False)
+    assert_one_line_error(pred, "phast gives no predecessors")
+    assert not (tmp_path / "p.zarr").exists()
+    neg = tmp_path / "neg.csv"
+    neg.write_text("0,1,2\n1,2,-1\n2,0,4\n")
+    proc = mgapsp_cli("run", neg, "-o", tmp_path / "n.zarr", "--backend", "cpu",
+                      "--algorithm", "phast", check=False)
+    assert_one_line_error(proc, "phast needs non-negative weights", "johnson")
+
+
+def test_api_refusals():
+    g = Graph.from_edges([0, 1], [1, 2], [1.0, -1.0], n=3)
+    with pytest.raises(UnsupportedError, match="phast needs non-negative weights"):
+        mgapsp.apsp(g, algorithm="phast", backend="cpu")
+    ok = Graph.from_edges([0, 1], [1, 2], [1.0, 2.0], n=3)
+    with pytest.raises(UnsupportedError, match="phast gives no predecessors"):
+        mgapsp.apsp(ok, algorithm="phast", backend="cpu", predecessors=True)
+    with pytest.raises(UnsupportedError, match="phast gives no predecessors"):
+        get_backend("cpu").distances(ok, [0], algorithm="phast", dtype=np.float64,
+                                     predecessors=True)
+    assert hierarchy.for_graph(ok) is hierarchy.for_graph(ok)     # built once
