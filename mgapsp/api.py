@@ -8,6 +8,7 @@ import tempfile
 
 import numpy as np
 
+from . import hierarchy
 from .backends import get_backend
 from .devices import gpu_count
 from .errors import InsufficientMemoryError, MgapspError, quote
@@ -51,7 +52,9 @@ def apsp(graph, *, out=None, algorithm: str = "auto", backend: str = "auto",
         ``phast``: a contraction hierarchy built once per graph (seconds for a road
         network of a few hundred thousand vertices, kept for the process's next
         calls), then one sweep per batch; for road-like graphs with non-negative
-        weights, no predecessors.
+        weights, no predecessors.  ``auto`` picks it on the GPU once the graph's
+        hierarchy is built (by an earlier phast call of this process, or a phast
+        job whose store lay in the same folder).
     backend : {"auto", "gpu", "cpu"}
         ``auto`` uses the GPU when CUDA devices are visible.
     dtype : {"auto", "float32", "float64"}
@@ -167,9 +170,12 @@ def _checked_labels(values, what: str):
 def _in_process(graph: Graph, *, backend, algorithm, dtype, sources, targets, batch_size,
                 predecessors):
     impl = get_backend(backend)
+    ready = (algorithm == "auto" and backend == "gpu" and not predecessors
+             and hierarchy.known(graph))
     plan = plan_job(graph, algorithm=algorithm, backend=backend, dtype=dtype,
                     sources=sources, batch_size=batch_size, predecessors=predecessors,
-                    n_workers=1, memory=impl.memory_available(), targets=targets)
+                    n_workers=1, memory=impl.memory_available(), targets=targets,
+                    hierarchy_ready=ready)
     shape = (plan.n_sources, plan.n_targets(graph.n))
     needed = shape[0] * shape[1] * (np.dtype(plan.dtype).itemsize + (4 if predecessors
                                                                       else 0))

@@ -43,8 +43,8 @@ import scipy.sparse as sp
 from .errors import UnsupportedError
 from .graph import Graph
 
-__all__ = ["Hierarchy", "build", "cached", "distances", "for_graph", "load", "save",
-           "PREDECESSORS"]
+__all__ = ["Hierarchy", "build", "cached", "distances", "for_graph", "known", "load",
+           "save", "PREDECESSORS"]
 
 #: file format version of a saved hierarchy
 FORMAT = 1
@@ -54,6 +54,9 @@ FORMAT = 1
 FILL_LIMIT = 64
 #: elements (arcs x sources) one step of the CPU sweep works on at a time
 _CPU_PIECE = 2**22
+#: most arcs, per edge or vertex of the graph, of a hierarchy that ``auto`` uses (road
+#: networks have one to three; a graph that fills in has tens)
+AUTO_ARCS = 8
 #: hierarchies this process keeps in memory (by graph fingerprint)
 _KEEP = 2
 _MEMO: "OrderedDict[str, Hierarchy]" = OrderedDict()
@@ -358,6 +361,25 @@ def for_graph(graph: Graph, directory=None) -> Hierarchy:
                 _MEMO.popitem(last=False)
         _MEMO.move_to_end(key)
         return h
+
+
+def known(graph: Graph, directory=None) -> bool:
+    """Whether ``graph`` has a hierarchy already (in this process, or saved in
+    ``directory``) that is worth sweeping: ``auto`` then picks phast, paying no build."""
+    if graph.has_negative_weights:
+        return False
+    key = graph.fingerprint
+    with _MEMO_LOCK:
+        h = _MEMO.get(key)
+    if h is None and directory is not None:
+        path = Path(directory) / f"{key}.npz"
+        h = load(path, graph) if path.exists() else None
+        if h is not None:
+            with _MEMO_LOCK:
+                _MEMO[key] = h
+                while len(_MEMO) > _KEEP:
+                    _MEMO.popitem(last=False)
+    return h is not None and h.arcs <= AUTO_ARCS * (graph.m + graph.n)
 
 
 # -- CPU query -------------------------------------------------------------------------

@@ -73,8 +73,9 @@ class JobPlan:
 
 
 def choose_algorithm(graph: Graph, algorithm: str, backend: str, n_sources: int,
-                     available: tuple[str, ...]) -> str:
-    """Resolve ``auto`` by weight sign and density; check the choice is runnable."""
+                     available: tuple[str, ...], hierarchy_ready: bool = False) -> str:
+    """Resolve ``auto`` by weight sign, density and whether the graph's contraction
+    hierarchy is built (``hierarchy_ready``); check the choice is runnable."""
     if algorithm not in ("auto",) + ALGORITHMS:
         raise UnsupportedError(
             f"unknown algorithm {algorithm!r}; choose one of auto, {', '.join(ALGORITHMS)}")
@@ -83,6 +84,12 @@ def choose_algorithm(graph: Graph, algorithm: str, backend: str, n_sources: int,
                  and n_sources * 2 >= graph.n)
         if dense and "floyd-warshall" in available:
             algorithm = "floyd-warshall"
+        elif backend == "gpu" and hierarchy_ready and not graph.has_negative_weights:
+            # with its hierarchy built, a PHAST sweep beat Bellman-Ford on every road
+            # network measured (NY 25x, Austin 17x, a Delaunay mesh 4x per batch);
+            # building one is left to an explicit phast job (seconds on a road
+            # network, unbounded on graphs that fill in)
+            algorithm = "phast"
         elif backend == "gpu":
             # Bellman-Ford beat Crauser's Dijkstra on every graph measured, unit or
             # weighted, so there is no crossover to choose by.  Negative weights:
@@ -179,8 +186,10 @@ def owner_of_rows(bounds, start: int) -> int:
 
 def plan_job(graph: Graph, *, algorithm: str, backend: str, dtype: str, sources,
              batch_size: int | None, predecessors: bool, n_workers: int,
-             memory: int, targets=None) -> JobPlan:
-    """Resolve every choice of a job; raises before anything is written."""
+             memory: int, targets=None, hierarchy_ready: bool = False) -> JobPlan:
+    """Resolve every choice of a job; raises before anything is written.
+    ``hierarchy_ready``: the graph's contraction hierarchy is built (``auto`` may
+    then pick phast)."""
     dtype, dtype_reason = choose_dtype(graph, dtype, predecessors=predecessors,
                                        gpu=backend in ("gpu", "hybrid"))
     sources = (np.arange(graph.n, dtype=np.int64) if sources is None
@@ -202,7 +211,9 @@ def plan_job(graph: Graph, *, algorithm: str, backend: str, dtype: str, sources,
     else:
         backend_for_plan = backend
     algorithm = choose_algorithm(graph, algorithm, backend_for_plan, len(sources),
-                                 backend_algorithms(backend_for_plan))
+                                 backend_algorithms(backend_for_plan),
+                                 hierarchy_ready=(hierarchy_ready and not predecessors
+                                                  and backend == "gpu"))
     if predecessors and "phast" in (algorithm, cpu_algorithm):
         raise UnsupportedError(PHAST_PREDECESSORS)
     # the GPU backend's sizing is plain arithmetic: constructing it touches no device

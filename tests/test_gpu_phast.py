@@ -87,6 +87,26 @@ def test_job_on_a_gpu_cluster(gpu_client, tmp_path):
     check_od_job(gpu_client, tmp_path, graph, batch_size=100)
 
 
+def test_auto_picks_phast_after_a_phast_job(gpu_client, tmp_path, monkeypatch):
+    """A job beside an earlier phast job's store finds its hierarchy: auto runs phast
+    (a fresh process would read it from mgapsp-hierarchies/ the same way)."""
+    import mgapsp
+
+    monkeypatch.setattr(hierarchy, "_MEMO", type(hierarchy._MEMO)())
+    graph = planar_graph(np.random.default_rng(31), 3000)
+    src = np.arange(0, 3000, 11)
+    first = mgapsp.apsp(graph, out=tmp_path / "a.zarr", client=gpu_client, sources=src)
+    assert first.info["algorithm"] == "bellman-ford"
+    mgapsp.apsp(graph, out=tmp_path / "b.zarr", client=gpu_client, sources=src,
+                algorithm="phast")
+    hierarchy._MEMO.clear()                     # as in a new process: only the file
+    auto = mgapsp.apsp(graph, out=tmp_path / "c.zarr", client=gpu_client, sources=src)
+    assert auto.info["algorithm"] == "phast"
+    np.testing.assert_array_equal(auto.distances(), first.distances())
+    in_process = mgapsp.apsp(graph, backend="gpu", sources=src)   # memo from the job
+    np.testing.assert_array_equal(in_process, first.distances())
+
+
 def test_backend_refuses_predecessors_and_negative_weights():
     from mgapsp.backends import get_backend
     from mgapsp.errors import UnsupportedError

@@ -13,7 +13,7 @@ from mgapsp.backends import get_backend
 from mgapsp.errors import UnsupportedError
 from mgapsp.graph import Graph
 
-from helpers import assert_distances_equal, planar_graph, scipy_distances
+from helpers import assert_distances_equal, planar_graph, reweighted, scipy_distances
 from test_cli import assert_one_line_error, mgapsp_cli
 
 
@@ -83,3 +83,28 @@ def test_api_refusals():
         get_backend("cpu").distances(ok, [0], algorithm="phast", dtype=np.float64,
                                      predecessors=True)
     assert hierarchy.for_graph(ok) is hierarchy.for_graph(ok)     # built once
+
+
+def test_auto_picks_phast_once_the_hierarchy_is_built(tmp_path, monkeypatch):
+    from mgapsp.backends import backend_algorithms
+    from mgapsp.plan import choose_algorithm, plan_job
+
+    monkeypatch.setattr(hierarchy, "_MEMO", type(hierarchy._MEMO)())
+    graph = planar_graph(np.random.default_rng(21), 300)
+    gpu = backend_algorithms("gpu")
+    assert choose_algorithm(graph, "auto", "gpu", 50, gpu) == "bellman-ford"
+    assert choose_algorithm(graph, "auto", "gpu", 50, gpu, hierarchy_ready=True) == "phast"
+    negative = reweighted(graph)
+    assert choose_algorithm(negative, "auto", "gpu", 50, gpu, hierarchy_ready=True) == "johnson"
+    kw = dict(algorithm="auto", backend="gpu", dtype="auto", sources=None, batch_size=None,
+              n_workers=1, memory=2**34, hierarchy_ready=True)
+    assert plan_job(graph, predecessors=False, **kw).algorithm == "phast"
+    assert plan_job(graph, predecessors=True, **kw).algorithm == "bellman-ford"
+    assert plan_job(graph, predecessors=False, **{**kw, "backend": "cpu"}).algorithm == "dijkstra"
+    # built: in this process, or saved in a folder that a later process reads
+    assert not hierarchy.known(graph) and not hierarchy.known(graph, tmp_path)
+    hierarchy.cached(graph, tmp_path)
+    assert not hierarchy.known(graph)                       # not in memory yet
+    assert hierarchy.known(graph, tmp_path) and hierarchy.known(graph)
+    monkeypatch.setattr(hierarchy, "AUTO_ARCS", 0)          # one that fills in: not used
+    assert not hierarchy.known(graph)

@@ -25,7 +25,7 @@ from typing import Callable
 import numpy as np
 from distributed import as_completed
 
-from .. import config
+from .. import config, hierarchy
 from ..errors import MgapspError
 from ..graph import Graph
 from ..plan import fw_by_slabs, owner_of_rows, plan_job
@@ -33,7 +33,8 @@ from ..store import Store, StoreLock, check_target, damaged_batches, new_run_id
 from . import fw_slabs
 from .cluster import ConfigPlugin
 from .report import JobReport
-from .tasks import compute_hierarchy, compute_potentials, drop_slabs, probe_worker, run_batch
+from .tasks import (compute_hierarchy, compute_potentials, drop_slabs, hierarchy_dir,
+                    probe_worker, run_batch)
 from .watchdog import Watchdog
 
 __all__ = ["run_job", "check_for_repair", "repair_job"]
@@ -121,9 +122,12 @@ def _run_locked(graph: Graph, out: str, client, token: str, lock: StoreLock, *,
             algorithm = job["algorithm"]
         if batch_size is None:
             batch_size = job["batch_size"]
+    ready = (algorithm == "auto" and backend == "gpu" and not predecessors
+             and hierarchy.known(graph, hierarchy_dir(out)))
     plan = plan_job(graph, algorithm=algorithm, backend=backend, dtype=dtype,
                     sources=sources, batch_size=batch_size, predecessors=predecessors,
-                    n_workers=len(workers), memory=memory, targets=targets)
+                    n_workers=len(workers), memory=memory, targets=targets,
+                    hierarchy_ready=ready)
     damaged: dict[int, str] = {}
     if existing:
         store.check_resume(graph, plan)
