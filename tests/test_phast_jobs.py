@@ -108,3 +108,23 @@ def test_auto_picks_phast_once_the_hierarchy_is_built(tmp_path, monkeypatch):
     assert hierarchy.known(graph, tmp_path) and hierarchy.known(graph)
     monkeypatch.setattr(hierarchy, "AUTO_ARCS", 0)          # one that fills in: not used
     assert not hierarchy.known(graph)
+
+
+def test_gpu_batches_are_sized_for_the_sweep_state_and_the_block():
+    """The planner's per-source cost is a difference of two batch estimates: each
+    source adds two words per vertex (its state column and its output row), and an
+    estimate covers the state padded to a multiple of 32 sources."""
+    from mgapsp.backends import get_backend
+    from mgapsp.cuda import phast
+
+    n = 2000
+    for w in (4, 8):
+        dt = np.float32 if w == 4 else np.float64
+        assert phast.batch_bytes(n, 2, dt) - phast.batch_bytes(n, 1, dt) == 2 * n * w
+        for b in (1, 31, 33, 100):
+            assert phast.batch_bytes(n, b, dt) >= n * (-(-b // 32) * 32 + b) * w
+    graph = planar_graph(np.random.default_rng(5), n)
+    gpu = get_backend("gpu")
+    need = [gpu.memory_needed(graph, b, algorithm="phast", dtype=np.float32,
+                              predecessors=False) for b in (0, 1)]
+    assert need[1] - need[0] >= 2 * n * 4

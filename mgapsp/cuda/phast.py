@@ -64,9 +64,10 @@ def device_bytes(n: int, arcs: int, dtype) -> int:
 
 
 def batch_bytes(n: int, B: int, dtype) -> int:
-    """Device bytes of one batch: the rank-major state and the output block."""
-    Bp = -(-max(B, 1) // 32) * 32
-    return n * (Bp + B) * np.dtype(dtype).itemsize
+    """Device bytes of one batch: the rank-major state (``B`` padded to a multiple of
+    32: at most 31 more) and the output block; linear in ``B``, as the planner's
+    per-source cost is the difference of two batch sizes."""
+    return n * (2 * B + 31) * np.dtype(dtype).itemsize
 
 
 def phast_batch(dh: DeviceHierarchy, sources):
