@@ -72,6 +72,21 @@ def test_cli_refusals(data_dir, tmp_path):
     assert_one_line_error(proc, "phast needs non-negative weights", "johnson")
 
 
+def test_a_graph_that_fills_in_is_refused_before_the_store(tmp_path):
+    """A random graph has no small separators: its hierarchy would have a hundred arcs
+    per edge, past the limit; the job says so in one line and leaves no store."""
+    rng = np.random.default_rng(8)
+    edges = tmp_path / "random.csv"
+    src, dst = rng.integers(0, 6000, 15000), rng.integers(0, 6000, 15000)
+    edges.write_text("".join(f"{a},{b},{w}\n" for a, b, w in
+                             zip(src, dst, rng.integers(1, 9, 15000))))
+    out = tmp_path / "r.zarr"
+    proc = mgapsp_cli("run", edges, "-o", out, "--backend", "cpu", "--algorithm", "phast",
+                      "--no-dashboard", check=False)
+    assert_one_line_error(proc, "is not road-like", "use bellman-ford or dijkstra")
+    assert not out.exists()
+
+
 def test_api_refusals():
     g = Graph.from_edges([0, 1], [1, 2], [1.0, -1.0], n=3)
     with pytest.raises(UnsupportedError, match="phast needs non-negative weights"):

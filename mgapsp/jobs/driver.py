@@ -150,14 +150,11 @@ def _run_locked(graph: Graph, out: str, client, token: str, lock: StoreLock, *,
             potentials = fut.result()
         finally:
             fut.release()
-    if not existing:
-        store = Store.create(out, graph, plan, overwrite=overwrite,
-                             potentials=potentials, compression=compression,
-                             shards=shards, run_id=token)
     if "phast" in (plan.algorithm, plan.cpu_algorithm):
         # one worker builds the hierarchy (or finds it from an earlier job) before
-        # the batches, which then read it
-        fut = client.submit(compute_hierarchy, graph, store.path,
+        # the store exists (a graph that fills in is refused with nothing written)
+        # and before the batches, which then read it
+        fut = client.submit(compute_hierarchy, graph, os.path.abspath(out),
                             key=f"apsp-hierarchy-{token}")
         try:
             info = fut.result()
@@ -165,6 +162,10 @@ def _run_locked(graph: Graph, out: str, client, token: str, lock: StoreLock, *,
             fut.release()
         log.info("%s: contraction hierarchy of %s arcs, %d levels, in %.2f s", out,
                  f"{info['arcs']:,}", info["levels"], info["seconds"])
+    if not existing:
+        store = Store.create(out, graph, plan, overwrite=overwrite,
+                             potentials=potentials, compression=compression,
+                             shards=shards, run_id=token)
 
     done = store.done_mask()
     log.info("%s: %s on the %s backend, %s, %d rows in %d batches of %d (%d done before)",

@@ -14,9 +14,9 @@ import os
 import threading
 import time
 
-import numpy as np
-
 from pathlib import Path
+
+import numpy as np
 
 from .. import config, hierarchy
 from ..backends import BatchResult, get_backend
@@ -25,8 +25,8 @@ from ..errors import MgapspError
 from ..graph import Graph
 from ..store import Store
 
-__all__ = ["run_batch", "compute_potentials", "compute_hierarchy", "hierarchy_dir", "probe_worker", "cached_rows", "keep_slab",
-           "drop_slabs"]
+__all__ = ["run_batch", "compute_potentials", "compute_hierarchy", "hierarchy_dir",
+           "probe_worker", "cached_rows", "keep_slab", "drop_slabs"]
 
 _LOCK = threading.Lock()
 _RUNS: dict[tuple[str, str, str], "_Run"] = {}
