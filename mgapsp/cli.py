@@ -61,8 +61,11 @@ def main(ctx, verbose, quiet):
     ctx.obj = {"quiet": quiet, "verbose": verbose}
     if not verbose:
         # a lost worker or scheduler ends the job with one line of ours; Dask's client
-        # would log its reconnection attempts and tracebacks besides
+        # would log its reconnection attempts and tracebacks besides, and asyncio a
+        # "Future exception was never retrieved" for a timeout of the cluster's
+        # shutdown, collected after our error line (seen on a loaded host)
         logging.getLogger("distributed.client").setLevel(logging.CRITICAL)
+        logging.getLogger("asyncio").setLevel(logging.CRITICAL)
     if verbose:
         handler = logging.StreamHandler()
         handler.setFormatter(logging.Formatter("%(asctime)s %(name)s: %(message)s",
