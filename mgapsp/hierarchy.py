@@ -346,6 +346,14 @@ def cached(graph: Graph, directory=None) -> Hierarchy:
     return h
 
 
+def _remember(key: str, h: Hierarchy) -> None:
+    """Keep ``h`` as the newest of this process's hierarchies (``_MEMO_LOCK`` held)."""
+    _MEMO[key] = h
+    _MEMO.move_to_end(key)
+    while len(_MEMO) > _KEEP:
+        _MEMO.popitem(last=False)
+
+
 def for_graph(graph: Graph, directory=None) -> Hierarchy:
     """This process's hierarchy of ``graph``: kept in memory after first use; read
     from ``directory`` when it is there, else built (and saved there).  Threads
@@ -356,10 +364,7 @@ def for_graph(graph: Graph, directory=None) -> Hierarchy:
         if h is None:
             _check_weights(graph)
             h = cached(graph, directory)
-            _MEMO[key] = h
-            while len(_MEMO) > _KEEP:
-                _MEMO.popitem(last=False)
-        _MEMO.move_to_end(key)
+        _remember(key, h)
         return h
 
 
@@ -376,9 +381,7 @@ def known(graph: Graph, directory=None) -> bool:
         h = load(path, graph) if path.exists() else None
         if h is not None:
             with _MEMO_LOCK:
-                _MEMO[key] = h
-                while len(_MEMO) > _KEEP:
-                    _MEMO.popitem(last=False)
+                _remember(key, h)
     return h is not None and h.arcs <= AUTO_ARCS * (graph.m + graph.n)
 
 

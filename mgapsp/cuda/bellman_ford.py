@@ -12,7 +12,7 @@ import numpy as np
 from ..errors import NegativeCycleError, UnsupportedError
 from ..graph import Graph
 from .device import DeviceGraph, _as_dtype
-from .frontier import (_MAX_BATCH, BFOptions, State, _rows, chunking, ordered_to_float,
+from .frontier import (BFOptions, State, _rows, batch_sources, chunking, ordered_to_float,
                        state_mode)
 from .loader import _THREADS, _blocks, _cupy, _kernel, _persistent_grid, _sm_count
 
@@ -307,14 +307,7 @@ def _check_batch(d_graph: DeviceGraph, sources, dtype, predecessors: bool):
             "the gpu kernels give predecessors in float32 only; use dtype float32 "
             "or the cpu backend"
         )
-    src = np.asarray(sources, dtype=np.int64).ravel()
-    n, B = d_graph.n, len(src)
-    if B > _MAX_BATCH:
-        raise UnsupportedError(f"a batch of {B} sources exceeds the gpu limit of {_MAX_BATCH}")
-    if B and (src.min() < 0 or src.max() >= n):
-        bad = int(src[(src < 0) | (src >= n)][0])
-        raise ValueError(f"sources must have 0 <= source < N. Got N={n}, source={bad}.")
-    return dt, src
+    return dt, batch_sources(sources, d_graph.n)
 
 
 def source_order(src: np.ndarray) -> np.ndarray | None:

@@ -153,6 +153,19 @@ class BFOptions:
     early_stop: bool = True
 
 
+def batch_sources(sources, n: int) -> np.ndarray:
+    """A batch's sources as int64 vertex indices, checked: within ``0 .. n-1`` and
+    at most :data:`_MAX_BATCH` of them (the batched kernels' shared limit)."""
+    src = np.asarray(sources, dtype=np.int64).ravel()
+    B = len(src)
+    if B > _MAX_BATCH:
+        raise UnsupportedError(f"a batch of {B} sources exceeds the gpu limit of {_MAX_BATCH}")
+    if B and (src.min() < 0 or src.max() >= n):
+        bad = int(src[(src < 0) | (src >= n)][0])
+        raise ValueError(f"sources must have 0 <= source < N. Got N={n}, source={bad}.")
+    return src
+
+
 def state_mode(dtype, track: bool) -> int:
     """The state word (see bellman_ford.cu): 0 float32, 1 float32 with predecessors,
     2 float64, 3 float64 with predecessors."""

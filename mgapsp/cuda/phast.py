@@ -10,7 +10,7 @@ import numpy as np
 
 from ..errors import UnsupportedError
 from ..hierarchy import Hierarchy
-from .frontier import _MAX_BATCH
+from .frontier import batch_sources
 from .loader import _THREADS, _blocks, _cupy, _kernel, _persistent_grid
 
 KERNEL_FILE = "phast.cu"
@@ -78,13 +78,8 @@ def phast_batch(dh: DeviceHierarchy, sources):
     times sources in the sweep).
     """
     cupy = _cupy()
-    src = np.asarray(sources, dtype=np.int64).ravel()
+    src = batch_sources(sources, dh.n)
     n, B = dh.n, len(src)
-    if B > _MAX_BATCH:
-        raise UnsupportedError(f"a batch of {B} sources exceeds the gpu limit of {_MAX_BATCH}")
-    if B and (src.min() < 0 or src.max() >= n):
-        bad = int(src[(src < 0) | (src >= n)][0])
-        raise ValueError(f"sources must have 0 <= source < N. Got N={n}, source={bad}.")
     dt = dh.dtype
     if B == 0:
         return cupy.empty((0, n), dtype=dt), None, {"rounds": 0, "relaxations": 0}
