@@ -32,6 +32,7 @@ import numpy as np
 import mgapsp
 from mgapsp import config
 from mgapsp.api import resolve_backend
+from mgapsp.backends.base import ALGORITHMS
 from mgapsp.devices import gpu_count
 from mgapsp.jobs.cluster import connect
 from mgapsp.jobs.driver import run_job
@@ -45,16 +46,18 @@ def _flush_page_cache() -> None:
 
 
 def measure(graph, backend, workers, sources, batch_size, scratch, compression="lz4",
-            repeats=3):
+            repeats=3, **options):
     """``repeats`` timed jobs on a new cluster of ``workers`` workers, after a warm-up
-    job: ``(their JobReports, each worker's write threads)``."""
+    job: ``(their JobReports, each worker's write threads)``.  ``options`` go to every
+    job (algorithm, dtype, predecessors)."""
     with connect(backend=backend, n_workers=workers, dashboard=False) as client:
         client.wait_for_workers(workers, timeout=120)
         # Warm-up: compile kernels, load the graph and grow the buffers of every
         # worker thread (a batch each).
         per_worker = config.get("cluster.gpu-worker-threads") if backend == "gpu" else 1
         run_job(graph, scratch / "warm.zarr", client, backend=backend, overwrite=True,
-                sources=sources[:batch_size * workers * per_worker], batch_size=batch_size)
+                sources=sources[:batch_size * workers * per_worker], batch_size=batch_size,
+                **options)
         reports = []
         for _ in range(repeats):
             # each job starts with no earlier job's data waiting to be written back: a
@@ -62,7 +65,7 @@ def measure(graph, backend, workers, sources, batch_size, scratch, compression="
             _flush_page_cache()
             reports.append(run_job(graph, scratch / "job.zarr", client, backend=backend,
                                    overwrite=True, sources=sources, batch_size=batch_size,
-                                   compression=compression))
+                                   compression=compression, **options))
         storing = client.run(store_threads)
         threads = {w: (storing[w], n) for w, n in client.run(write_threads).items()}
     return reports, threads
@@ -143,6 +146,12 @@ def main(argv=None) -> int:
                         help="rows per batch at every point (default, GPU: at most 2048, "
                              "the same number of batches for each computing slot of the "
                              "largest point; CPU: 64)")
+    parser.add_argument("--tile", type=int, default=1,
+                        help="compute every source's row this many times: a job of "
+                             "seconds on a small graph (default 1)")
+    parser.add_argument("--algorithm", default="auto", choices=("auto",) + ALGORITHMS)
+    parser.add_argument("--dtype", default="float32", choices=["float32", "float64"])
+    parser.add_argument("--predecessors", action="store_true")
     parser.add_argument("--compression", default="lz4", choices=["lz4", "zstd", "none"])
     parser.add_argument("--repeats", type=int, default=3,
                         help="timed jobs per point and round; the median counts (default 3)")
@@ -158,6 +167,9 @@ def main(argv=None) -> int:
               else sorted({min(2 ** i, most) for i in range(most.bit_length() + 1)}))
     graph = mgapsp.read_graph(args.graph)
     sources = graph.vertex_ids if args.sources is None else graph.vertex_ids[:args.sources]
+    sources = np.tile(np.asarray(sources), args.tile)
+    options = dict(algorithm=args.algorithm, dtype=args.dtype,
+                   predecessors=args.predecessors)
     if args.batch_size:
         batch = args.batch_size
     elif backend == "gpu":
@@ -180,7 +192,8 @@ def main(argv=None) -> int:
             # weighs on every point alike
             for k in (counts if r % 2 == 0 else counts[::-1]):
                 reports, threads[k] = measure(graph, backend, k, np.asarray(sources), batch,
-                                              scratch, args.compression, args.repeats)
+                                              scratch, args.compression, args.repeats,
+                                              **options)
                 jobs[k] += reports
                 print(f"round {r + 1}, {k} {backend} workers: " + ", ".join(
                     f"{rep.seconds:.3f}" for rep in reports) + " s", flush=True)
@@ -199,9 +212,14 @@ def main(argv=None) -> int:
                  if p["idle_ends_s"] else "")
               + (f", ceiling x{p['ceiling']:.2f}" if p["ceiling"] is not None else ""),
               flush=True)
-    title = f"{graph.name}: {len(sources):,} rows, {backend}, {args.compression}"
+    what = [args.algorithm, args.dtype] + (["predecessors"] if args.predecessors else [])
+    tiled = (f" ({len(sources) // args.tile:,} sources x {args.tile})" if args.tile > 1
+             else "")
+    title = (f"{graph.name}: {len(sources):,} rows{tiled}, {backend}, "
+             f"{', '.join(what)}, {args.compression}")
     (out / "scaling.json").write_text(json.dumps({"graph": graph.name, "backend": backend,
-                                                  "rounds": args.rounds,
+                                                  "rounds": args.rounds, "tile": args.tile,
+                                                  **options,
                                                   "repeats": args.repeats,
                                                   "points": points}, indent=1))
     rounds = (f"{args.rounds} rounds of {args.repeats} jobs per point, each round on new "
