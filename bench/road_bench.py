@@ -5,9 +5,10 @@
 On the NY road network (264,346 vertices): 4,096 sources to every vertex, and a
 1,000 x 1,000 origin-destination matrix.  Measured side by side:
 
-- mgapsp's PHAST: the kernel (CUDA events, block left on the device) and
-  ``mgapsp.apsp(algorithm="phast")`` wall clock to a NumPy array, the hierarchy built
-  beforehand (its build time reported apart);
+- mgapsp's PHAST: the kernel (CUDA events, block left on the device; for the
+  origin-destination matrix the full sweep and the sweep restricted to the targets,
+  RPHAST) and ``mgapsp.apsp(algorithm="phast")`` wall clock to a NumPy array, the
+  hierarchy built beforehand (its build time reported apart);
 - mgapsp's Bellman-Ford kernel on the same sources;
 - RoutingKit's customizable contraction hierarchy (``routingkit_cch``, installed by
   ``bench/peers/routingkit.sh``) with the same vertex order, one-to-many queries
@@ -173,6 +174,24 @@ def main() -> None:
     del block
     add(many_case, "mgapsp phast kernel (GPU, block on the device)", k, scipy_many,
         f"hierarchy built in {build_s:.2f} s, apart")
+    od_check = np.searchsorted(od_src, od_sample[:CHECK])
+    k, _times, (block, _, _) = gpu_time(lambda: phast.phast_batch(dh, od_src),
+                                        repeats=args.repeats)
+    got = cupy.asnumpy(block[od_check][:, od_tgt])
+    check({int(s): got[i] for i, s in enumerate(od_sample[:CHECK])}, ref_od,
+          "phast kernel OD")
+    del block
+    add(od_case, "mgapsp phast kernel, full sweep (GPU, block on the device)", k,
+        scipy_od, "every column computed; the targets' picked after")
+    sweep = phast.sweep(h, od_tgt)
+    k, _times, (block, _, _) = gpu_time(lambda: phast.phast_batch(dh, od_src, sweep),
+                                        repeats=args.repeats)
+    got = cupy.asnumpy(block[od_check])
+    check({int(s): got[i] for i, s in enumerate(od_sample[:CHECK])}, ref_od,
+          "rphast kernel OD")
+    del block
+    add(od_case, "mgapsp RPHAST kernel (GPU, sweep restricted to the targets)", k,
+        scipy_od, f"{sweep.arcs / h.arcs:.1%} of the hierarchy's arcs swept")
     d32 = device.upload_graph(graph, np.float32)
     k, _times, (block, _, _) = gpu_time(lambda: bellman_ford.bellman_ford_batch(d32, many),
                                         repeats=3)

@@ -21,7 +21,11 @@
 //                  over the rank's upward arcs of D[head] + w_down.  The heads are
 //                  ancestors, at smaller depths, so they are final.
 //   phast_unpack_* rank-major columns to vertex-major rows (a tiled transpose through
-//                  shared memory, gathering each vertex's rank).
+//                  shared memory, gathering each output column's rank).
+//
+// RPHAST (targets given): the same kernels; the down sweep gets only the ranks the
+// targets depend on (their elimination-tree paths to the root) and the unpack only
+// the targets' ranks.
 //
 // Sums round to nearest (no cycles are walked: non-negative weights, a finite sweep).
 
@@ -77,7 +81,8 @@ __device__ __forceinline__ void down_level(
     }
 }
 
-// out[b * n + v] = D[rank[v] * Bp + b] for b < B: blocks of 32 x 8 threads move
+// out[b * n + v] = D[rank[v] * Bp + b] for b < B and the n output columns v (every
+// vertex, or the targets): blocks of 32 x 8 threads move
 // 32 x 32 tiles (columns b along x when reading, vertices v along x when writing)
 template <typename T>
 __device__ __forceinline__ void unpack(

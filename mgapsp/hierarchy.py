@@ -106,13 +106,32 @@ class Hierarchy:
         """Levels of the down sweep (the elimination tree's depth plus one)."""
         return int(self.depth.max(initial=-1)) + 1
 
-    def levels(self) -> tuple[np.ndarray, np.ndarray]:
-        """Ranks grouped by depth, root level first: ``(level_ptr, level_ranks)``."""
+    def levels(self, targets=None) -> tuple[np.ndarray, np.ndarray]:
+        """Ranks grouped by depth, root level first: ``(level_ptr, level_ranks)``.
+
+        With ``targets`` (vertex indices), only the ranks their distances depend on
+        (RPHAST's restriction): every upward arc leads to an elimination-tree ancestor,
+        so these are the targets' paths to their roots.
+        """
         by_depth = np.argsort(self.depth, kind="stable").astype(np.int32)
-        counts = np.bincount(self.depth, minlength=self.height)
+        if targets is not None:
+            by_depth = by_depth[self.above(targets)[by_depth]]
+        counts = np.bincount(self.depth[by_depth], minlength=self.height)
         ptr = np.zeros(len(counts) + 1, dtype=np.int64)
         np.cumsum(counts, out=ptr[1:])
         return ptr, by_depth
+
+    def above(self, targets) -> np.ndarray:
+        """Mask over ranks: the ``targets``' ranks and their elimination-tree
+        ancestors."""
+        mark = np.zeros(self.n, dtype=bool)
+        x = np.unique(self.rank[np.asarray(targets, dtype=np.int64)])
+        while len(x):
+            x = x[~mark[x]]
+            mark[x] = True
+            x = np.unique(self.parent[x])
+            x = x[x >= 0]
+        return mark
 
     def nbytes(self) -> int:
         return sum(a.nbytes for a in (self.rank, self.order, self.up_ptr, self.up_head,
@@ -386,15 +405,18 @@ def known(graph: Graph, directory=None) -> bool:
 
 
 # -- CPU query -------------------------------------------------------------------------
-def distances(h: Hierarchy, sources, dtype=np.float64) -> np.ndarray:
+def distances(h: Hierarchy, sources, dtype=np.float64, targets=None) -> np.ndarray:
     """Distances ``(len(sources), n)`` from ``sources`` (vertex indices), by the up
-    walks and the down sweep on the CPU; ``inf`` where unreachable."""
+    walks and the down sweep on the CPU; ``inf`` where unreachable.  With ``targets``
+    (vertex indices): ``(len(sources), len(targets))``, the sweep restricted to what
+    they need (RPHAST)."""
     dtype = np.dtype(dtype)
     src = np.asarray(sources, dtype=np.int64).ravel()
     n, B = h.n, len(src)
+    out_rank = h.rank if targets is None else h.rank[np.asarray(targets, dtype=np.int64)]
     D = np.full((n, B), np.inf, dtype=dtype)        # rank-major: a row per rank
     if B == 0:
-        return D.T.copy()
+        return np.empty((0, len(out_rank)), dtype=dtype)
     cols = np.arange(B)
     cur = h.rank[src].astype(np.int64)
     D[cur, cols] = 0
@@ -412,10 +434,12 @@ def distances(h: Hierarchy, sources, dtype=np.float64) -> np.ndarray:
         cur[alive] = h.parent[x]
         alive &= cur >= 0
     # down: levels from the roots; each level's arcs in pieces of bounded size
-    ptr, ranks = h.levels()
+    ptr, ranks = h.levels(targets)
     for lv in range(1, len(ptr) - 1):
         xs = ranks[ptr[lv]:ptr[lv + 1]]
         xs = xs[counts[xs] > 0]
+        if not len(xs):
+            continue
         step = max(1, _CPU_PIECE // max(1, B * int(counts[xs].max(initial=1))))
         for i in range(0, len(xs), step):
             part = xs[i:i + step]
@@ -425,7 +449,7 @@ def distances(h: Hierarchy, sources, dtype=np.float64) -> np.ndarray:
             best = np.minimum.reduceat(cand, np.cumsum(k) - k, axis=0)
             np.minimum(D[part], best, out=best)
             D[part] = best
-    return np.ascontiguousarray(D[h.rank].T)
+    return np.ascontiguousarray(D[out_rank].T)
 
 
 def describe(h: Hierarchy) -> dict:

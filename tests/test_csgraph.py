@@ -49,11 +49,12 @@ class GPULikeBackend(CPUBackend):
     name = "gpu-like"
 
     def distances(self, graph, sources, *, algorithm, dtype, predecessors=False,
-                  potentials=None, device=False):
+                  potentials=None, device=False, targets=None):
         if predecessors and np.dtype(dtype) != np.float32:
             raise UnsupportedError("predecessors with dtype float32 only")
         return super().distances(graph, sources, algorithm=algorithm, dtype=dtype,
-                                 predecessors=predecessors, potentials=potentials)
+                                 predecessors=predecessors, potentials=potentials,
+                                 targets=targets)
 
 
 def random_matrix(seed: int, n: int = 24, density: float = 0.15, *, negative: bool = False,

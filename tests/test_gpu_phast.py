@@ -59,6 +59,48 @@ def test_float_weights_and_duplicate_sources():
     np.testing.assert_array_equal(got[0], got[1])
 
 
+@pytest.mark.parametrize("name", ["Austin_net.tntp", "NY.pace.gr.gz"])
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
+def test_restricted_sweep(data_dir, name, dtype):
+    """RPHAST on the device: the targets' columns of the full sweep, in their order,
+    with fewer arcs swept; the CPU's restricted sweep agrees."""
+    graph = read_graph(data_dir / name)
+    h = hierarchy.build(graph)
+    dh = phast.upload(h, dtype)
+    rng = np.random.default_rng(9)
+    src = rng.choice(graph.n, 70, replace=False)
+    full = run(h, src, dtype)
+    for k in (1, 33, graph.n // 10):
+        tgt = rng.choice(graph.n, k, replace=False)[::-1]
+        sweep = phast.sweep(h, tgt)
+        dist, _, stats = phast.phast_batch(dh, src, sweep)
+        got = phast._cupy().asnumpy(dist)
+        assert got.shape == (70, k) and dist.dtype == np.dtype(dtype)
+        np.testing.assert_array_equal(got, full[:, tgt])
+        assert stats["relaxations"] == sweep.arcs * 70 < h.arcs * 70
+        np.testing.assert_array_equal(got, hierarchy.distances(h, src, dtype=dtype,
+                                                               targets=tgt))
+    empty, _, _ = phast.phast_batch(dh, src, phast.sweep(h, []))
+    assert empty.shape == (70, 0)
+
+
+def test_backend_returns_the_targets_alone(data_dir):
+    import mgapsp
+    from mgapsp.backends import get_backend
+
+    graph = read_graph(data_dir / "NY.pace.gr.gz")
+    rng = np.random.default_rng(4)
+    src, tgt = rng.choice(graph.n, 200, replace=False), rng.choice(graph.n, 150, replace=False)
+    res = get_backend("gpu").distances(graph, src, algorithm="phast", dtype=np.float32,
+                                       targets=tgt)
+    assert res.targets_only and res.distances.shape == (200, 150)
+    ref = scipy_distances(graph, src)[:, tgt]
+    np.testing.assert_array_equal(res.distances, ref)
+    got = mgapsp.apsp(graph, algorithm="phast", backend="gpu", sources=graph.labels[src],
+                      targets=graph.labels[tgt], batch_size=64)
+    np.testing.assert_array_equal(got, ref)
+
+
 def test_empty_and_bad_batches():
     graph = planar_graph(np.random.default_rng(2), 100)
     dh = phast.upload(hierarchy.build(graph), np.float32)

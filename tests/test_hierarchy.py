@@ -83,6 +83,41 @@ def test_random_planar_graphs(seed, integer):
     assert_distances_equal(got32, ref, dtype="float32")
 
 
+def assert_closed_upward(h: hierarchy.Hierarchy, mark: np.ndarray) -> None:
+    """Every upward arc of a marked rank leads to a marked rank (what its distance is
+    made of in the sweep), and the parent of a marked rank is marked."""
+    tail = np.repeat(np.arange(h.n), np.diff(h.up_ptr))
+    assert mark[h.up_head[mark[tail]]].all()
+    p = h.parent[mark]
+    assert mark[p[p >= 0]].all()
+
+
+@pytest.mark.parametrize("name", ["rome99.gr", "Austin_net.tntp", "NY.pace.gr.gz"])
+def test_restricted_sweep_matches_the_full_one(data_dir, name):
+    """RPHAST: with targets, the sweep covers their paths to the root alone and gives
+    their columns of the full sweep, in the targets' order (repeats allowed)."""
+    graph = read_graph(data_dir / name)
+    h = hierarchy.build(graph)
+    rng = np.random.default_rng(5)
+    src = rng.choice(graph.n, 16, replace=False)
+    full = hierarchy.distances(h, src)
+    for k in (1, 10, graph.n // 20):
+        tgt = rng.choice(graph.n, k, replace=False)
+        tgt = np.concatenate([tgt, tgt[:2]])                # repeats, any order
+        mark = h.above(tgt)
+        assert_closed_upward(h, mark)
+        assert mark[h.rank[tgt]].all() and mark.sum() < graph.n
+        ptr, ranks = h.levels(tgt)
+        assert np.array_equal(np.sort(ranks), np.flatnonzero(mark))
+        assert (np.diff(h.depth[ranks]) >= 0).all()         # root level first
+        np.testing.assert_array_equal(hierarchy.distances(h, src, targets=tgt),
+                                      full[:, tgt])
+    every = hierarchy.distances(h, src[:3], targets=np.arange(graph.n))
+    np.testing.assert_array_equal(every, full[:3])
+    assert hierarchy.distances(h, src, targets=[]).shape == (16, 0)
+    assert hierarchy.distances(h, [], targets=[0, 1]).shape == (0, 2)
+
+
 def test_small_and_degenerate_graphs():
     one = Graph.from_edges([0], [0], [2.0], n=1)
     assert hierarchy.distances(hierarchy.build(one), [0]).tolist() == [[0.0]]

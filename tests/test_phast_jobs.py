@@ -25,6 +25,24 @@ def test_apsp_in_process(data_dir):
     np.testing.assert_array_equal(got, scipy_distances(graph, src))   # integer weights
 
 
+def test_origin_destination_in_process(data_dir):
+    """sources and targets: the backend sweeps only what the targets need (RPHAST)
+    and returns their columns, equal to SciPy's."""
+    graph = mgapsp.read_graph(data_dir / "Austin_net.tntp")
+    rng = np.random.default_rng(8)
+    src, tgt = rng.choice(graph.n, 40, replace=False), rng.choice(graph.n, 25, replace=False)
+    got = mgapsp.apsp(graph, algorithm="phast", backend="cpu", sources=graph.labels[src],
+                      targets=graph.labels[tgt], batch_size=16)
+    assert got.shape == (40, 25)
+    assert_distances_equal(got, scipy_distances(graph, src)[:, tgt])
+    res = get_backend("cpu").distances(graph, src, algorithm="phast", dtype=np.float64,
+                                       targets=tgt)
+    assert res.targets_only and res.distances.shape == (40, 25)
+    other = get_backend("cpu").distances(graph, src, algorithm="dijkstra",
+                                         dtype=np.float64, targets=tgt)
+    assert not other.targets_only and other.distances.shape == (40, graph.n)
+
+
 def check_od_job(client, tmp_path, graph, *, batch_size):
     """An origin-destination job with phast on ``client``: its store equals SciPy,
     its hierarchy lies beside the store."""

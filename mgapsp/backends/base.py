@@ -26,14 +26,17 @@ class BatchResult:
     """The answer for one batch.
 
     ``distances`` has shape ``(len(sources), n)`` and the requested dtype, ``inf``
-    where a target is unreachable.  ``predecessors`` (int32, ``-1`` = none) has the
-    same shape when asked for, else None.  ``stats`` carries counters for reports
-    (for example ``rounds`` and ``relaxations``).
+    where a target is unreachable; ``(len(sources), len(targets))`` where the backend
+    computed only the targets asked for (``targets_only``).  ``predecessors`` (int32,
+    ``-1`` = none) has shape ``(len(sources), n)`` when asked for, else None.
+    ``stats`` carries counters for reports (for example ``rounds`` and
+    ``relaxations``).
     """
 
     distances: np.ndarray
     predecessors: np.ndarray | None = None
     stats: dict | None = None
+    targets_only: bool = False
 
 
 class Backend(ABC):
@@ -49,6 +52,12 @@ class Backend(ABC):
     def select_columns(self, block, columns: np.ndarray):
         """``block[:, columns]``, on the block's own device."""
         return block[:, columns]
+
+    def columns(self, result: BatchResult, targets: np.ndarray | None):
+        """``result``'s distances at ``targets`` (every column when None)."""
+        if targets is None or result.targets_only:
+            return result.distances
+        return self.select_columns(result.distances, targets)
 
     def floyd_warshall_slab(self, n: int, r0: int, r1: int, edges, dtype: np.dtype,
                             exchange, bounds, info: dict) -> tuple:
@@ -78,12 +87,16 @@ class Backend(ABC):
         predecessors: bool = False,
         potentials: np.ndarray | None = None,
         device: bool = False,
+        targets: np.ndarray | None = None,
     ) -> BatchResult:
         """Distances from each of ``sources`` (internal indices) to every vertex.
 
         ``potentials`` is given for ``johnson`` (computed once per job).  With
         ``device=True`` a backend may return its blocks as arrays of its own device
         (the pipeline's writer stages them); NumPy arrays are always accepted.
+        ``targets`` (internal indices): the only columns the caller keeps; an
+        algorithm that gains by it returns just those (``targets_only``), the others
+        every column (:meth:`columns` keeps the caller's).
         """
 
     def fill_rows(self, graph: Graph, sources: np.ndarray, dist: np.ndarray,
@@ -98,8 +111,8 @@ class Backend(ABC):
             hi = min(lo + batch_size, len(sources))
             res = self.distances(graph, sources[lo:hi], algorithm=algorithm,
                                  dtype=dist.dtype, predecessors=pred is not None,
-                                 potentials=potentials)
-            dist[lo:hi] = res.distances if columns is None else res.distances[:, columns]
+                                 potentials=potentials, targets=columns)
+            dist[lo:hi] = self.columns(res, columns)
             if pred is not None:
                 pred[lo:hi] = res.predecessors
 

@@ -38,7 +38,7 @@ class CPUBackend(Backend):
         return bellman_ford_potentials(graph)
 
     def distances(self, graph, sources, *, algorithm, dtype, predecessors=False,
-                  potentials=None, device=False) -> BatchResult:
+                  potentials=None, device=False, targets=None) -> BatchResult:
         # ``device`` changes nothing: the host is this backend's device
         sources = np.asarray(sources, dtype=np.int64)
         dtype = np.dtype(dtype)
@@ -71,8 +71,10 @@ class CPUBackend(Backend):
         elif algorithm == "phast":
             if predecessors:
                 raise UnsupportedError(hierarchy.PREDECESSORS)
-            dist = hierarchy.distances(hierarchy.for_graph(graph), sources, dtype=dtype)
-            pred = None
+            dist = hierarchy.distances(hierarchy.for_graph(graph), sources, dtype=dtype,
+                                       targets=targets)
+            return BatchResult(dist, None, {"sources": len(sources)},
+                               targets_only=targets is not None)
         else:
             raise UnsupportedError(f"unknown algorithm {algorithm!r}; "
                                    f"choose one of {', '.join(ALGORITHMS)}")

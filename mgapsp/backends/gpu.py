@@ -34,6 +34,8 @@ _MAX_GRAPHS = 4
 #: (device, fingerprint, dtype str) -> hierarchy on that device (phast)
 _HIERARCHIES: "OrderedDict[tuple, phast.DeviceHierarchy]" = OrderedDict()
 _MAX_HIERARCHIES = 2
+#: (device, fingerprint, targets hash) -> phast.Sweep restricted to those targets
+_SWEEPS: "OrderedDict[tuple, phast.Sweep]" = OrderedDict()
 #: (device, fingerprint, dtype) -> (dist, pred or None); one matrix at a time
 _FW: "OrderedDict[tuple, tuple]" = OrderedDict()
 _MAX_FW = 1
@@ -50,6 +52,7 @@ def clear_device_cache() -> None:
         _FW.clear()
         _REWEIGHTED.clear()
         _HIERARCHIES.clear()
+        _SWEEPS.clear()
 
 
 def _float_dtype(dtype) -> np.dtype:
@@ -68,9 +71,23 @@ def _csr_bytes(graph: Graph, dtype: np.dtype) -> int:
     return plain + classified + n * w          # + the least out-weights (Dijkstra)
 
 
-def _potentials_key(h: np.ndarray) -> str:
-    return hashlib.blake2b(np.ascontiguousarray(h, dtype="<f8").tobytes(),
+def _array_key(a: np.ndarray, dtype: str) -> str:
+    return hashlib.blake2b(np.ascontiguousarray(a, dtype=dtype).tobytes(),
                            digest_size=16).hexdigest()
+
+
+def _kept(cache: OrderedDict, key, make, limit: int):
+    """``cache[key]``, made by ``make()`` where missing (and published to the other
+    threads' streams); the least recently used beyond ``limit`` entries dropped."""
+    with _LOCK:
+        entry = cache.get(key)
+        if entry is None:
+            entry = cache[key] = gpu.publish(make())
+            while len(cache) > limit:
+                cache.popitem(last=False)
+        else:
+            cache.move_to_end(key)
+        return entry
 
 
 class GPUBackend(Backend):
@@ -129,7 +146,7 @@ class GPUBackend(Backend):
             # make room: drop what other graphs keep on this device, then look again
             with _LOCK:
                 fp = graph.fingerprint
-                for cache in (_FW, _REWEIGHTED, _GRAPHS, _HIERARCHIES):
+                for cache in (_FW, _REWEIGHTED, _GRAPHS, _HIERARCHIES, _SWEEPS):
                     for key in [k for k in cache if k[1] != fp]:
                         del cache[key]
             gpu.release_pool()
@@ -178,6 +195,7 @@ class GPUBackend(Backend):
         predecessors: bool = False,
         potentials: np.ndarray | None = None,
         device: bool = False,
+        targets: np.ndarray | None = None,
     ) -> BatchResult:
         """Distances from each of ``sources`` (internal indices) to every vertex.
 
@@ -189,7 +207,8 @@ class GPUBackend(Backend):
         ``algorithm`` is ``"bellman-ford"``, ``"dijkstra"`` (Crauser's parallel
         Dijkstra; non-negative weights), ``"johnson"`` or ``"floyd-warshall"``;
         ``dtype`` float32 or float64; predecessors need float32.  ``potentials``
-        (johnson): the job's potentials; computed here when None.
+        (johnson): the job's potentials; computed here when None.  ``targets``:
+        ``phast`` sweeps only what they need and returns only them (RPHAST).
         """
         self._check_algorithm(algorithm)
         self._check_weights(graph, algorithm)
@@ -213,7 +232,7 @@ class GPUBackend(Backend):
         if algorithm == "floyd-warshall":
             result = self._floyd_warshall(graph, src, dt, predecessors)
         elif algorithm == "phast":
-            result = self._phast(graph, src, dt)
+            result = self._phast(graph, src, dt, targets)
         else:
             result = self._batched(graph, src, dt, predecessors, algorithm, potentials)
         result.stats["gpu_s"] = timer.stop()
@@ -241,7 +260,7 @@ class GPUBackend(Backend):
         stats = {"algorithm": algorithm, "backend": self.name, **stats}
         return BatchResult(distances=dist, predecessors=pred, stats=stats)
 
-    def _phast(self, graph: Graph, src: np.ndarray, dt: np.dtype) -> BatchResult:
+    def _phast(self, graph: Graph, src: np.ndarray, dt: np.dtype, targets) -> BatchResult:
         h = hierarchy.for_graph(graph)
         key = (gpu.device_id(), graph.fingerprint, dt.str)
         with _LOCK:
@@ -251,15 +270,14 @@ class GPUBackend(Backend):
             needed += phast.device_bytes(h.n, h.arcs, dt)
         self._ensure_memory(graph, needed, f"a batch of {len(src)} sources on "
                             f"{graph.n} vertices", hint="use a smaller --batch-size")
-        if dh is None:
-            with _LOCK:
-                dh = _HIERARCHIES.get(key)
-                if dh is None:
-                    dh = _HIERARCHIES[key] = gpu.publish(phast.upload(h, dt))
-                    while len(_HIERARCHIES) > _MAX_HIERARCHIES:
-                        _HIERARCHIES.popitem(last=False)
-        dist, _, stats = phast.phast_batch(dh, src)
-        return BatchResult(distances=dist, predecessors=None,
+        dh = _kept(_HIERARCHIES, key, lambda: phast.upload(h, dt), _MAX_HIERARCHIES)
+        sweep = None
+        if targets is not None:     # RPHAST: one sweep for the job's batches
+            t = np.ascontiguousarray(targets, dtype=np.int64)
+            sweep = _kept(_SWEEPS, (key[0], h.fingerprint, _array_key(t, "<i8")),
+                          lambda: phast.sweep(h, t), _MAX_HIERARCHIES)
+        dist, _, stats = phast.phast_batch(dh, src, sweep)
+        return BatchResult(distances=dist, predecessors=None, targets_only=sweep is not None,
                            stats={"algorithm": "phast", "backend": self.name, **stats})
 
     def _reweighted(self, graph: Graph, dg, dt: np.dtype, potentials):
@@ -270,7 +288,7 @@ class GPUBackend(Backend):
         h = np.ascontiguousarray(potentials, dtype=np.float64)
         if h.shape != (graph.n,):
             raise ValueError(f"potentials must have shape ({graph.n},), got {h.shape}")
-        key = (gpu.device_id(), graph.fingerprint, dt.str, _potentials_key(h))
+        key = (gpu.device_id(), graph.fingerprint, dt.str, _array_key(h, "<f8"))
         with _LOCK:
             entry = _REWEIGHTED.get(key)
             if entry is not None:
@@ -333,10 +351,9 @@ class GPUBackend(Backend):
                 copier.wait(backlog=1)
                 res = self.distances(graph, sources[lo:hi], algorithm=algorithm,
                                      dtype=dist.dtype, predecessors=pred is not None,
-                                     potentials=potentials, device=True)
-                block = res.distances
-                copier.put(block if columns is None else self.select_columns(block, columns),
-                           dist[lo:hi])
+                                     potentials=potentials, device=True, targets=columns)
+                block = self.columns(res, columns)
+                copier.put(block, dist[lo:hi])
                 if pred is not None:
                     copier.put(res.predecessors, pred[lo:hi])
                 del res, block

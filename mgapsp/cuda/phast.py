@@ -57,6 +57,27 @@ def upload(h: Hierarchy, dtype) -> DeviceHierarchy:
                            nbytes=sum(int(a.nbytes) for a in arrays.values()), **arrays)
 
 
+@dataclass(eq=False)
+class Sweep:
+    """The down sweep restricted to some targets (RPHAST), on the current device:
+    their ranks' levels and the ranks of the output columns."""
+
+    level_ptr: np.ndarray        # host
+    level_ranks: Any
+    out_rank: Any
+    arcs: int                    # upward arcs of the swept ranks
+
+
+def sweep(h: Hierarchy, targets) -> Sweep:
+    """The sweep that gives the distances to ``targets`` (vertex indices) alone."""
+    cupy = _cupy()
+    t = np.asarray(targets, dtype=np.int64)
+    ptr, ranks = h.levels(t)
+    return Sweep(level_ptr=ptr, level_ranks=cupy.asarray(ranks, dtype=cupy.int32),
+                 out_rank=cupy.asarray(h.rank[t], dtype=cupy.int32),
+                 arcs=int(np.diff(h.up_ptr)[ranks].sum()))
+
+
 def device_bytes(n: int, arcs: int, dtype) -> int:
     """Device bytes of an uploaded hierarchy."""
     w = np.dtype(dtype).itemsize
@@ -70,8 +91,9 @@ def batch_bytes(n: int, B: int, dtype) -> int:
     return n * (2 * B + 31) * np.dtype(dtype).itemsize
 
 
-def phast_batch(dh: DeviceHierarchy, sources):
-    """Distances ``(B, n)`` (CuPy, ``dh.dtype``) from ``sources`` (vertex indices).
+def phast_batch(dh: DeviceHierarchy, sources, restricted: Sweep | None = None):
+    """Distances ``(B, n)`` (CuPy, ``dh.dtype``) from ``sources`` (vertex indices);
+    ``(B, len(targets))`` with the ``restricted`` sweep of some targets.
 
     Returns ``(dist, None, stats)``: PHAST gives no predecessors (the paths run over
     shortcuts); ``stats`` has ``rounds`` (levels swept) and ``relaxations`` (arcs
@@ -81,8 +103,12 @@ def phast_batch(dh: DeviceHierarchy, sources):
     src = batch_sources(sources, dh.n)
     n, B = dh.n, len(src)
     dt = dh.dtype
+    ptr, level_ranks, out_rank, arcs = (
+        (dh.level_ptr, dh.level_ranks, dh.rank, dh.arcs) if restricted is None else
+        (restricted.level_ptr, restricted.level_ranks, restricted.out_rank, restricted.arcs))
+    width = len(out_rank)
     if B == 0:
-        return cupy.empty((0, n), dtype=dt), None, {"rounds": 0, "relaxations": 0}
+        return cupy.empty((0, width), dtype=dt), None, {"rounds": 0, "relaxations": 0}
     sfx = _SUFFIX[dt]
     Bp = -(-B // 32) * 32
     inf = dt.type(np.inf)
@@ -96,15 +122,16 @@ def phast_batch(dh: DeviceHierarchy, sources):
     down = _kernel(f"phast_down_{sfx}", KERNEL_FILE)
     threads = min(_THREADS, Bp)
     gx = _blocks(Bp, threads)
-    ptr = dh.level_ptr
     for lv in range(1, len(ptr) - 1):            # level 0: roots, no upward arcs
         lo, hi = int(ptr[lv]), int(ptr[lv + 1])
-        down((gx, min(hi - lo, _MAX_GRID_Y)), (threads,),
-             (dh.level_ranks[lo:hi], np.int64(hi - lo), np.int64(Bp), dh.up_ptr,
-              dh.up_head, dh.w_down, D))
-    out = cupy.empty((B, n), dtype=dt)
-    unpack = _kernel(f"phast_unpack_{sfx}", KERNEL_FILE)
-    unpack((_blocks(n, _TILE), _blocks(B, _TILE)), (_TILE, _TILE_ROWS),
-           (D, np.int64(n), np.int64(Bp), np.int64(B), dh.rank, out))
+        if hi > lo:
+            down((gx, min(hi - lo, _MAX_GRID_Y)), (threads,),
+                 (level_ranks[lo:hi], np.int64(hi - lo), np.int64(Bp), dh.up_ptr,
+                  dh.up_head, dh.w_down, D))
+    out = cupy.empty((B, width), dtype=dt)
+    if width:
+        unpack = _kernel(f"phast_unpack_{sfx}", KERNEL_FILE)
+        unpack((_blocks(width, _TILE), _blocks(B, _TILE)), (_TILE, _TILE_ROWS),
+               (D, np.int64(width), np.int64(Bp), np.int64(B), out_rank, out))
     del D
-    return out, None, {"rounds": max(0, len(ptr) - 2), "relaxations": dh.arcs * B}
+    return out, None, {"rounds": max(0, len(ptr) - 2), "relaxations": arcs * B}

@@ -140,10 +140,9 @@ def run_batch(store_path: str, fingerprint: str, run: str, batch: int, start: in
             result = impl.distances(graph, np.asarray(sources, dtype=np.int64),
                                     algorithm=algorithm, dtype=np.dtype(dtype),
                                     predecessors=predecessors, potentials=potentials,
-                                    device=True)
+                                    device=True, targets=job.targets)
             computing.append(time.time())
-    if job.targets is not None:
-        result.distances = impl.select_columns(result.distances, job.targets)
+    result.distances = impl.columns(result, job.targets)
     t1 = time.perf_counter()
     written = job.store.write_block(start, result.distances, result.predecessors,
                                     staging=impl.staging, guard=job.guard)
