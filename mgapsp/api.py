@@ -11,7 +11,7 @@ import numpy as np
 from . import hierarchy
 from .backends import get_backend
 from .devices import gpu_count
-from .errors import InsufficientMemoryError, MgapspError, quote
+from .errors import InsufficientMemoryError, MgapspError, UnsupportedError, quote
 from .graph import Graph
 from .jobs.cluster import connect, one_process
 from .jobs.driver import run_job
@@ -172,10 +172,20 @@ def _in_process(graph: Graph, *, backend, algorithm, dtype, sources, targets, ba
     impl = get_backend(backend)
     ready = (algorithm == "auto" and backend == "gpu" and not predecessors
              and hierarchy.known(graph))
-    plan = plan_job(graph, algorithm=algorithm, backend=backend, dtype=dtype,
-                    sources=sources, batch_size=batch_size, predecessors=predecessors,
-                    n_workers=1, memory=impl.memory_available(), targets=targets,
-                    hierarchy_ready=ready)
+
+    def make_plan(may_build: bool):
+        return plan_job(graph, algorithm=algorithm, backend=backend, dtype=dtype,
+                        sources=sources, batch_size=batch_size, predecessors=predecessors,
+                        n_workers=1, memory=impl.memory_available(), targets=targets,
+                        hierarchy_ready=ready, may_build=may_build)
+
+    plan = make_plan(may_build=True)
+    if plan.algorithm == "phast" and algorithm == "auto" and not ready:
+        try:                    # built here, before the result is allocated
+            hierarchy.for_graph(graph)
+        except UnsupportedError:
+            # auto took the graph for a road network, but its hierarchy fills in
+            plan = make_plan(may_build=False)
     shape = (plan.n_sources, plan.n_targets(graph.n))
     needed = shape[0] * shape[1] * (np.dtype(plan.dtype).itemsize + (4 if predecessors
                                                                       else 0))

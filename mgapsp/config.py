@@ -61,6 +61,11 @@ KNOBS: dict[str, Knob] = {
         "one file per graph fingerprint, so that the next job on the same graph skips "
         "the build; default: a folder mgapsp-hierarchies beside the job's store",
         user=True),
+    "phast.fill-limit": Knob(
+        64, int, "most arcs a contraction hierarchy may have per edge and vertex of "
+        "the graph; a graph whose elimination fills in beyond it is not road-like: "
+        "phast refuses it and auto runs without a hierarchy (road networks have 1-3)",
+        user=True),
     "store.write-threads": Knob(
         None, int, "threads that compress and write chunks on the host; default: this "
         "process's share of the cores (one in a CPU worker, whose cores compute)",

@@ -16,6 +16,7 @@ from .backends import ALGORITHMS, SLAB_ALIGN, backend_algorithms, get_backend
 from .errors import InsufficientMemoryError, MgapspError, UnsupportedError, quote
 from . import config
 from .graph import Graph
+from . import hierarchy
 from .hierarchy import PREDECESSORS as PHAST_PREDECESSORS
 
 __all__ = ["JobPlan", "plan_job", "choose_algorithm", "choose_batch_size", "column_chunk",
@@ -30,6 +31,12 @@ FLOAT32_EXACT = 2**24
 DENSE_FRACTION = 0.1
 #: Largest graph for which auto picks Floyd-Warshall: the n*n matrix stays small.
 DENSE_MAX_VERTICES = {"cpu": 4096, "gpu": 16384}
+#: Sources from which ``auto`` builds a road network's contraction hierarchy to run
+#: phast on GPUs.  The build pays off past build / (Bellman-Ford - PHAST per source):
+#: 1.8 s / (140 - 5.6 us) = 13,000 sources on NY, 0.065 s / (7.6 - 0.45 us) = 9,100 on
+#: Austin; larger road networks cross over sooner (Bellman-Ford per source grows with
+#: their hop diameter, the build does not).
+AUTO_BUILD_SOURCES = 16384
 #: Elements of one Blosc block of the store's codec (LZ4 at its default level cuts a
 #: chunk into blocks of 2**17 elements, for 4- and 8-byte values alike; other levels
 #: into smaller powers of two).  What is left of a chunk after its whole blocks is one
@@ -73,9 +80,11 @@ class JobPlan:
 
 
 def choose_algorithm(graph: Graph, algorithm: str, backend: str, n_sources: int,
-                     available: tuple[str, ...], hierarchy_ready: bool = False) -> str:
-    """Resolve ``auto`` by weight sign, density and whether the graph's contraction
-    hierarchy is built (``hierarchy_ready``); check the choice is runnable."""
+                     available: tuple[str, ...], hierarchy_ready: bool = False,
+                     may_build: bool = False) -> str:
+    """Resolve ``auto`` by weight sign, density and the graph's contraction hierarchy:
+    built already (``hierarchy_ready``), or worth building for ``n_sources`` rows of a
+    road network (``may_build``); check the choice is runnable."""
     if algorithm not in ("auto",) + ALGORITHMS:
         raise UnsupportedError(
             f"unknown algorithm {algorithm!r}; choose one of auto, {', '.join(ALGORITHMS)}")
@@ -84,11 +93,13 @@ def choose_algorithm(graph: Graph, algorithm: str, backend: str, n_sources: int,
                  and n_sources * 2 >= graph.n)
         if dense and "floyd-warshall" in available:
             algorithm = "floyd-warshall"
-        elif backend == "gpu" and hierarchy_ready and not graph.has_negative_weights:
+        elif backend == "gpu" and not graph.has_negative_weights and (
+                hierarchy_ready or (may_build and n_sources >= AUTO_BUILD_SOURCES
+                                    and hierarchy.road_like(graph))):
             # with its hierarchy built, a PHAST sweep beat Bellman-Ford on every road
             # network measured (NY 25x, Austin 17x, a Delaunay mesh 4x per batch);
-            # building one is left to an explicit phast job (seconds on a road
-            # network, unbounded on graphs that fill in)
+            # a new one only for road networks (seconds to build; on graphs that
+            # fill in, unbounded) and enough rows to pay for it
             algorithm = "phast"
         elif backend == "gpu":
             # Bellman-Ford beat Crauser's Dijkstra on every graph measured, unit or
@@ -186,10 +197,11 @@ def owner_of_rows(bounds, start: int) -> int:
 
 def plan_job(graph: Graph, *, algorithm: str, backend: str, dtype: str, sources,
              batch_size: int | None, predecessors: bool, n_workers: int,
-             memory: int, targets=None, hierarchy_ready: bool = False) -> JobPlan:
+             memory: int, targets=None, hierarchy_ready: bool = False,
+             may_build: bool = False) -> JobPlan:
     """Resolve every choice of a job; raises before anything is written.
-    ``hierarchy_ready``: the graph's contraction hierarchy is built (``auto`` may
-    then pick phast)."""
+    ``hierarchy_ready``: the graph's contraction hierarchy is built; ``may_build``:
+    the caller can build one (``auto`` may then pick phast)."""
     dtype, dtype_reason = choose_dtype(graph, dtype, predecessors=predecessors,
                                        gpu=backend in ("gpu", "hybrid"))
     sources = (np.arange(graph.n, dtype=np.int64) if sources is None
@@ -213,7 +225,8 @@ def plan_job(graph: Graph, *, algorithm: str, backend: str, dtype: str, sources,
     algorithm = choose_algorithm(graph, algorithm, backend_for_plan, len(sources),
                                  backend_algorithms(backend_for_plan),
                                  hierarchy_ready=(hierarchy_ready and not predecessors
-                                                  and backend == "gpu"))
+                                                  and backend == "gpu"),
+                                 may_build=may_build and not predecessors and backend == "gpu")
     if predecessors and "phast" in (algorithm, cpu_algorithm):
         raise UnsupportedError(PHAST_PREDECESSORS)
     # the GPU backend's sizing is plain arithmetic: constructing it touches no device

@@ -149,6 +149,36 @@ def test_auto_picks_phast_after_a_phast_job(gpu_client, tmp_path, monkeypatch):
     np.testing.assert_array_equal(in_process, first.distances())
 
 
+def test_auto_builds_the_hierarchy_of_a_long_road_job(gpu_client, data_dir, tmp_path,
+                                                    monkeypatch):
+    """Enough rows of a road network: auto builds its hierarchy (kept beside the
+    store) and runs phast; where the build is refused (a graph that fills in, here by
+    a limit of 0 arcs), auto runs Bellman-Ford instead, on a cluster and in-process."""
+    import dask.config
+
+    import mgapsp
+    from mgapsp import plan
+
+    monkeypatch.setattr(plan, "AUTO_BUILD_SOURCES", 1000)
+    monkeypatch.setattr(hierarchy, "_MEMO", type(hierarchy._MEMO)())
+    graph = read_graph(data_dir / "rome99.gr")
+    ref = scipy_distances(graph, np.arange(graph.n))
+    res = mgapsp.apsp(graph, out=tmp_path / "a.zarr", client=gpu_client)
+    assert res.info["algorithm"] == "phast"
+    np.testing.assert_array_equal(res.distances(), ref)
+    assert (tmp_path / "mgapsp-hierarchies" / f"{graph.fingerprint}.npz").exists()
+    austin = read_graph(data_dir / "Austin_net.tntp")
+    src = np.arange(0, austin.n, 7)
+    with dask.config.set({"mgapsp.phast.fill-limit": 0}):
+        res = mgapsp.apsp(austin, out=tmp_path / "b.zarr", client=gpu_client,
+                          sources=austin.labels[src])
+        assert res.info["algorithm"] == "bellman-ford"
+        assert_distances_equal(res.distances(), scipy_distances(austin, src), dtype="float32")
+        got = mgapsp.apsp(austin, backend="gpu", sources=austin.labels[src])
+        assert_distances_equal(got, scipy_distances(austin, src), dtype="float32")
+        assert not hierarchy.known(austin)
+
+
 def test_backend_refuses_predecessors_and_negative_weights():
     from mgapsp.backends import get_backend
     from mgapsp.errors import UnsupportedError

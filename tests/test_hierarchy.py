@@ -137,13 +137,16 @@ def test_negative_weights_are_refused():
         hierarchy.build(g)
 
 
-def test_graphs_that_fill_in_are_refused(monkeypatch):
+def test_graphs_that_fill_in_are_refused():
+    import dask.config
+
     rng = np.random.default_rng(3)
     g = Graph.from_edges(rng.integers(0, 300, 3000), rng.integers(0, 300, 3000),
                          rng.integers(1, 9, 3000).astype(float), n=300, name="random")
-    monkeypatch.setattr(hierarchy, "FILL_LIMIT", 1)
-    with pytest.raises(UnsupportedError, match="'random' is not road-like"):
-        hierarchy.build(g)
+    hierarchy.build(g)                      # 300 vertices cannot fill in much
+    with dask.config.set({"mgapsp.phast.fill-limit": 1}):
+        with pytest.raises(UnsupportedError, match="'random' is not road-like"):
+            hierarchy.build(g)
 
 
 def test_closing_an_open_elimination():

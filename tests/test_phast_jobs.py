@@ -161,3 +161,41 @@ def test_gpu_batches_are_sized_for_the_sweep_state_and_the_block():
     need = [gpu.memory_needed(graph, b, algorithm="phast", dtype=np.float32,
                               predecessors=False) for b in (0, 1)]
     assert need[1] - need[0] >= 2 * n * 4
+
+
+@pytest.mark.parametrize("name,road", [
+    ("NY.pace.gr.gz", True), ("rome99.gr", True), ("Austin_net.tntp", True),
+    ("ChicagoSketch_net.tntp", True), ("p2p-Gnutella09.txt", False),
+    ("CA-GrQc.txt", False), ("netscience.mtx", False), ("USAir97.mtx", False)])
+def test_road_like(data_dir, name, road):
+    assert hierarchy.road_like(mgapsp.read_graph(data_dir / name)) is road
+
+
+def test_meshes_and_negative_weights_are_not_road_like():
+    mesh = planar_graph(np.random.default_rng(2), 4000)     # Delaunay: degree 6
+    assert not hierarchy.road_like(mesh)
+    assert not hierarchy.road_like(reweighted(mesh))
+    assert not hierarchy.road_like(Graph.from_edges([], [], [], n=5))     # no edges
+
+
+def test_auto_builds_a_hierarchy_for_many_rows_of_a_road_network(data_dir):
+    """On GPUs, auto builds a road network's hierarchy from AUTO_BUILD_SOURCES rows
+    on, where the caller can build one; never for other graphs, predecessors, or the
+    CPU backend."""
+    from mgapsp.backends import backend_algorithms
+    from mgapsp.plan import AUTO_BUILD_SOURCES, choose_algorithm, plan_job
+
+    rome = mgapsp.read_graph(data_dir / "rome99.gr")
+    gpu, cpu = backend_algorithms("gpu"), backend_algorithms("cpu")
+    k = AUTO_BUILD_SOURCES
+    assert choose_algorithm(rome, "auto", "gpu", k, gpu, may_build=True) == "phast"
+    assert choose_algorithm(rome, "auto", "gpu", k - 1, gpu, may_build=True) == "bellman-ford"
+    assert choose_algorithm(rome, "auto", "gpu", k, gpu) == "bellman-ford"
+    assert choose_algorithm(rome, "auto", "cpu", k, cpu, may_build=True) == "dijkstra"
+    social = mgapsp.read_graph(data_dir / "p2p-Gnutella09.txt")
+    assert choose_algorithm(social, "auto", "gpu", k, gpu, may_build=True) == "bellman-ford"
+    rows = np.tile(rome.labels, -(-k // rome.n))
+    kw = dict(algorithm="auto", backend="gpu", dtype="auto", sources=rows, batch_size=None,
+              n_workers=1, memory=2**34, may_build=True)
+    assert plan_job(rome, predecessors=False, **kw).algorithm == "phast"
+    assert plan_job(rome, predecessors=True, **kw).algorithm == "bellman-ford"

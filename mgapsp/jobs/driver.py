@@ -26,7 +26,7 @@ import numpy as np
 from distributed import as_completed
 
 from .. import config, hierarchy
-from ..errors import MgapspError
+from ..errors import MgapspError, UnsupportedError
 from ..graph import Graph
 from ..plan import fw_by_slabs, owner_of_rows, plan_job
 from ..store import Store, StoreLock, check_target, damaged_batches, new_run_id
@@ -124,10 +124,14 @@ def _run_locked(graph: Graph, out: str, client, token: str, lock: StoreLock, *,
             batch_size = job["batch_size"]
     ready = (algorithm == "auto" and backend == "gpu" and not predecessors
              and hierarchy.known(graph, hierarchy_dir(out)))
-    plan = plan_job(graph, algorithm=algorithm, backend=backend, dtype=dtype,
-                    sources=sources, batch_size=batch_size, predecessors=predecessors,
-                    n_workers=len(workers), memory=memory, targets=targets,
-                    hierarchy_ready=ready)
+
+    def make_plan(may_build: bool):
+        return plan_job(graph, algorithm=algorithm, backend=backend, dtype=dtype,
+                        sources=sources, batch_size=batch_size, predecessors=predecessors,
+                        n_workers=len(workers), memory=memory, targets=targets,
+                        hierarchy_ready=ready, may_build=may_build)
+
+    plan = make_plan(may_build=True)
     damaged: dict[int, str] = {}
     if existing:
         store.check_resume(graph, plan)
@@ -158,10 +162,18 @@ def _run_locked(graph: Graph, out: str, client, token: str, lock: StoreLock, *,
                             key=f"apsp-hierarchy-{token}")
         try:
             info = fut.result()
+        except UnsupportedError as e:
+            if algorithm != "auto" or ready:
+                raise
+            # auto took the graph for a road network, but its hierarchy fills in
+            log.info("%s: %s; running without a hierarchy", out, e)
+            info = None
+            plan = make_plan(may_build=False)
         finally:
             fut.release()
-        log.info("%s: contraction hierarchy of %s arcs, %d levels, in %.2f s", out,
-                 f"{info['arcs']:,}", info["levels"], info["seconds"])
+        if info:
+            log.info("%s: contraction hierarchy of %s arcs, %d levels, in %.2f s", out,
+                     f"{info['arcs']:,}", info["levels"], info["seconds"])
     if not existing:
         store = Store.create(out, graph, plan, overwrite=overwrite,
                              potentials=potentials, compression=compression,
