@@ -105,6 +105,20 @@ class Graph:
     def min_weight(self) -> float:
         return float(self.weights.min()) if self.m else 0.0
 
+    @cached_property
+    def integral_weights(self) -> bool:
+        """Whether every weight is an integer."""
+        return bool(np.all(self.weights == np.round(self.weights)))
+
+    @cached_property
+    def path_sum_bound(self) -> float:
+        """An upper bound of ``|w|`` summed along any simple path: the smaller of
+        (n - 1) times the largest ``|w|`` and the sum of every ``|w|``."""
+        if not self.m:
+            return 0.0
+        w = np.abs(self.weights)
+        return float(min(max(self.n - 1, 0) * w.max(), w.sum()))
+
     @property
     def has_negative_weights(self) -> bool:
         return self.min_weight < 0

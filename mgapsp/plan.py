@@ -278,9 +278,9 @@ def choose_dtype(graph: Graph, dtype: str, *, predecessors: bool = False,
     dtype = str(np.dtype(dtype)) if dtype not in DTYPES and _is_dtype(dtype) else str(dtype)
     if dtype not in DTYPES:
         raise MgapspError(f"unknown dtype {dtype!r}; choose auto, float32 or float64")
-    w = np.abs(graph.weights)
-    integral = bool(np.all(graph.weights == np.round(graph.weights)))
-    bound = float(min(max(graph.n - 1, 0) * (w.max() if graph.m else 0.0), w.sum()))
+    # cached on the graph, so that repeated calls on one graph do not pass over every
+    # weight again
+    integral, bound = graph.integral_weights, graph.path_sum_bound
     exact32 = integral and bound <= FLOAT32_EXACT
     if dtype == "float64":
         return dtype, "asked for"
