@@ -1,9 +1,11 @@
-"""Road networks against a CPU contraction-hierarchy peer, in one run.
+"""Road networks against the CPU and GPU peers, in one run.
 
-    python bench/road_bench.py [--out bench] [--repeats 5] [--workers N]
+    python bench/road_bench.py [--out bench] [--repeats 5] [--workers N] [--peer-sources 128]
 
 On the NY road network (264,346 vertices): 4,096 sources to every vertex, and a
-1,000 x 1,000 origin-destination matrix.  Measured side by side:
+1,000 x 1,000 origin-destination matrix; on the weighted TNTP road networks Austin
+(4,096 sources) and ChicagoSketch (every vertex), PHAST against Bellman-Ford.
+Measured side by side:
 
 - mgapsp's PHAST: the kernel (CUDA events, block left on the device; for the
   origin-destination matrix the full sweep and the sweep restricted to the targets,
@@ -14,6 +16,10 @@ On the NY road network (264,346 vertices): 4,096 sources to every vertex, and a
   ``bench/peers/routingkit.sh``) with the same vertex order, one-to-many queries
   spread over ``--workers`` processes (default: every core); the peer keeps its rows
   in its workers (not sent back), which only flatters it;
+- the GPU single-source peers ADDS (127 persistent blocks) and Gunrock's SSSP
+  (``bench/peers/adds.sh`` and ``gunrock.sh``, built on the device; left out with a
+  line where their binaries are missing), run per source on ``--peer-sources`` of the
+  4,096 and scaled to all of them, each with its own timer (CUDA events);
 - SciPy's Dijkstra, sampled and scaled.
 
 Every method's rows are checked against SciPy on a sample.  Writes
@@ -43,6 +49,8 @@ from mgapsp import hierarchy  # noqa: E402
 from workflows.benchmark import gpu_time  # noqa: E402
 
 sys.path.insert(0, str(ROOT / "bench"))
+sys.path.insert(0, str(ROOT / "bench" / "peers"))
+import gpu_peers  # noqa: E402
 from user_bench import median_wall  # noqa: E402
 
 DATA = ROOT / "tests" / "data"
@@ -113,11 +121,83 @@ def add(case, method, seconds, scipy_s, note=""):
           flush=True)
 
 
+def gpu_peer_rows(graph, many, checked, ref_many, scipy_many, case, count):
+    """ADDS and Gunrock on ``count`` of the sources ``many`` (the ``checked`` ones first,
+    their rows compared with SciPy), each peer's per-source times summed and scaled to
+    all of ``many``."""
+    missing = [p for p in ("adds-tb127", "gunrock-f32") if not gpu_peers.BINARIES[p].exists()]
+    if missing:
+        print(f"GPU peers left out: no {', '.join(missing)} binary (bench/peers/*.sh build)",
+              flush=True)
+    rest = np.setdiff1d(many, checked)
+    rest = np.random.default_rng(5).choice(rest, max(count - len(checked), 0), replace=False)
+    sources = np.concatenate([checked, np.sort(rest)])
+    paths = gpu_peers.prepare(graph, sources, "/tmp/mgapsp-road-peers")
+    ref = np.stack([ref_many[int(s)] for s in checked])
+    scale = len(many) / len(sources)
+    for peer, label in (("adds-tb127", "ADDS, 127 blocks (GPU, per source)"),
+                        ("gunrock-f32", "Gunrock 2.1.0 SSSP, float (GPU, per source)")):
+        if peer in missing:
+            continue
+        run = gpu_peers.run_adds if peer.startswith("adds") else gpu_peers.run_gunrock
+        kw = {"variant": peer} if peer.startswith("adds") else {"weight": "f32"}
+        secs, rows = run(paths, keep=len(checked), timeout=900, **kw)
+        bad = gpu_peers.mismatches(rows, ref)
+        if bad:
+            raise SystemExit(f"{peer}: {bad} entries of its first {len(checked)} rows "
+                             "differ from SciPy")
+        add(case, label, sum(secs) * scale, scipy_many,
+            f"{len(sources)} of the sources run (median {np.median(secs) * 1e3:.2f} ms a "
+            f"source), summed and scaled; its own timer")
+
+
+def weighted(name, count, repeats):
+    """PHAST against Bellman-Ford, kernels only, on a weighted road network, in the
+    dtype ``auto`` picks for it (float64 for fractional weights)."""
+    import cupy
+
+    from mgapsp import plan
+    from mgapsp.cuda import bellman_ford, device, phast
+
+    graph = mgapsp.read_graph(DATA / name)
+    dtype = np.dtype(plan.choose_dtype(graph, "auto")[0])
+    rng = np.random.default_rng(4)
+    many = (np.arange(graph.n) if count >= graph.n
+            else np.sort(rng.choice(graph.n, count, replace=False)))
+    sample = np.sort(rng.choice(many, min(32, len(many)), replace=False))
+    t = time.perf_counter()
+    ref = csgraph.dijkstra(graph.to_scipy(), indices=sample)
+    scipy_s = (time.perf_counter() - t) * len(many) / len(sample)
+    ref = {int(s): ref[i] for i, s in enumerate(sample)}
+    t = time.perf_counter()
+    h = hierarchy.for_graph(graph)
+    build_s = time.perf_counter() - t
+    case = (f"{name.split('_')[0]} ({graph.n:,} vertices, weighted, {dtype}), "
+            f"{len(many):,} sources x all")
+    at = np.searchsorted(many, sample[:CHECK])
+    dh = phast.upload(h, dtype)
+    k, _times, (block, _, _) = gpu_time(lambda: phast.phast_batch(dh, many), repeats=repeats)
+    got = cupy.asnumpy(block[at])
+    check({int(s): got[i] for i, s in enumerate(sample[:CHECK])}, ref, f"phast {name}")
+    del block
+    add(case, "mgapsp phast kernel (GPU)", k, scipy_s,
+        f"hierarchy built in {build_s:.2f} s, apart ({h.arcs:,} arcs)")
+    dg = device.upload_graph(graph, dtype)
+    k, _times, (block, _, _) = gpu_time(lambda: bellman_ford.bellman_ford_batch(dg, many),
+                                        repeats=repeats)
+    got = cupy.asnumpy(block[at])
+    check({int(s): got[i] for i, s in enumerate(sample[:CHECK])}, ref, f"bellman-ford {name}")
+    del block
+    add(case, "mgapsp bellman-ford kernel (GPU)", k, scipy_s)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", default="bench")
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--workers", type=int, default=os.cpu_count())
+    parser.add_argument("--peer-sources", type=int, default=128,
+                        help="sources of the 4,096 each GPU peer runs (scaled to all)")
     args = parser.parse_args()
 
     graph = mgapsp.read_graph(DATA / "NY.pace.gr.gz")
@@ -161,6 +241,8 @@ def main() -> None:
     many_case, od_case = "NY, 4,096 sources x all 264,346", "NY, 1,000 x 1,000 OD"
     add(many_case, "RoutingKit CCH one-to-many (CPU)", peer_many, scipy_many, note)
     add(od_case, "RoutingKit CCH one-to-many (CPU)", peer_od, scipy_od, note)
+    gpu_peer_rows(graph, many, sample[:CHECK], ref_many, scipy_many, many_case,
+                  args.peer_sources)
 
     import cupy
 
@@ -210,6 +292,9 @@ def main() -> None:
     check({int(s): got[np.searchsorted(od_src, s)] for s in od_sample[:CHECK]}, ref_od,
           "apsp phast OD")
     add(od_case, "mgapsp.apsp(algorithm='phast', targets=...) to NumPy", w, scipy_od)
+    del got, dh, d32
+    weighted("Austin_net.tntp", 4096, args.repeats)
+    weighted("ChicagoSketch_net.tntp", 4096, args.repeats)
 
     gpu = cupy.cuda.runtime.getDeviceProperties(0)["name"].decode()
     out = Path(args.out)
@@ -220,10 +305,13 @@ def main() -> None:
          "cpus": os.cpu_count(), "workers": args.workers, "repeats": args.repeats,
          "hierarchy_s": build_s, "hierarchy": hierarchy.describe(h), "rows": ROWS},
         indent=1))
-    lines = [f"# Road networks against a CPU contraction-hierarchy peer, {dt.date.today()}",
+    lines = [f"# Road networks against the CPU and GPU peers, {dt.date.today()}",
              "", f"GPU {gpu}; {os.cpu_count()} CPU cores. Median of {args.repeats} (the "
-             "peer's 4,096 x all: one run); SciPy's Dijkstra on 32 sources, scaled. "
-             f"mgapsp's hierarchy: built in {build_s:.2f} s, not in the times below.", "",
+             "CPU peer's 4,096 x all: one run); SciPy's Dijkstra on 32 sources, scaled. "
+             f"mgapsp's hierarchies are built beforehand (NY in {build_s:.2f} s) and not "
+             "in the times below. Every method's rows checked against SciPy on a sample. "
+             f"`python3 bench/road_bench.py --repeats {args.repeats} --peer-sources "
+             f"{args.peer_sources}`", "",
              "| case | method | time | SciPy | speed-up | note |", "|---|---|---|---|---|---|"]
     for r in ROWS:
         lines.append(f"| {r['case']} | {r['method']} | {r['seconds'] * 1e3:,.1f} ms | "

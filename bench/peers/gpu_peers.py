@@ -144,26 +144,23 @@ def _keep(paths, keep):
     return paths["count"] if keep is None else max(0, min(int(keep), paths["count"]))
 
 
-def run_gunrock(paths, *, weight="f32", lb="block_mapped", keep=None, warmup=1,
-                timeout=600, binary=None):
+def run_gunrock(paths, *, weight="f32", keep=None, warmup=1, timeout=600, binary=None):
     """Gunrock's SSSP for every source of ``paths`` (from :func:`prepare`): the list of
     seconds per source (enactor time) and the rows of the first ``keep`` sources."""
     name = f"gunrock-{weight}"
     binary = binary or BINARIES[name]
-    if lb != "block_mapped":
-        name += f"@{lb}"
     keep = _keep(paths, keep)
     work = Path(paths["work"])
     times, rows = work / f"{name}.times.tsv", work / f"{name}.rows.bin"
     wall, log = _run(name, [binary, paths["graph"], paths["sources"], times, rows,
-                            "--keep", keep, "--lb", lb, "--warmup", warmup], paths, timeout)
+                            "--keep", keep, "--warmup", warmup], paths, timeout)
     table = np.loadtxt(times, comments="#", ndmin=2)
     if len(table) != paths["count"]:
         raise RuntimeError(f"{times}: {len(table)} lines for {paths['count']} sources")
     last_times[name] = {"source": table[:, 0].astype(np.int64).tolist(),
                         "enact_s": (table[:, 1] * 1e-3).tolist(),
                         "call_wall_s": (table[:, 2] * 1e-3).tolist(),
-                        "process_wall_s": wall, "lb": lb, "log": str(log)}
+                        "process_wall_s": wall, "log": str(log)}
     dtype, inf = ((np.float32, np.finfo(np.float32).max) if weight == "f32"
                   else (np.int32, np.iinfo(np.int32).max))
     return (table[:, 1] * 1e-3).tolist(), _rows(rows, paths["n"], keep, dtype, inf)
@@ -221,10 +218,8 @@ def main(argv=None) -> int:
     parser.add_argument("--check", type=int, default=8, help="rows checked against SciPy")
     # adds (512 blocks) ran past 150 s on NY and rome99 on an H200 (2026-11-24): left
     # out unless named
-    parser.add_argument("--peers", default="gunrock-f32,gunrock-f32@thread_mapped,"
-                        "gunrock-f32@merge_path,gunrock-i32,adds-tb127",
-                        help="comma list; gunrock-WEIGHT[@LOAD_BALANCE] (default "
-                        "block_mapped, Gunrock's own), adds, adds-tb127")
+    parser.add_argument("--peers", default="gunrock-f32,gunrock-i32,adds-tb127",
+                        help="comma list of gunrock-f32, gunrock-i32, adds, adds-tb127")
     parser.add_argument("--work", default="/tmp/mgapsp-peers")
     parser.add_argument("--timeout", type=float, default=300, help="seconds per peer")
     parser.add_argument("--json", default=None)
@@ -252,14 +247,11 @@ def main(argv=None) -> int:
         entry = {}
         try:
             if peer.startswith("gunrock"):
-                weight, _, lb = peer.split("-", 1)[1].partition("@")
-                lb = lb or "block_mapped"
-                secs, rows = run_gunrock(paths, weight=weight, lb=lb, keep=check,
+                secs, rows = run_gunrock(paths, weight=peer.split("-", 1)[1], keep=check,
                                          timeout=args.timeout)
-                key = f"gunrock-{weight}" + ("" if lb == "block_mapped" else f"@{lb}")
             else:
                 secs, rows = run_adds(paths, variant=peer, keep=check, timeout=args.timeout)
-                key = peer
+            key = peer
             bad = mismatches(rows, ref)
             entry = {"ok": bad == 0, "mismatches": bad, "checked_rows": check,
                      "median_s": statistics.median(secs), "mean_s": statistics.fmean(secs),

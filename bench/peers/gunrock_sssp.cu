@@ -1,12 +1,13 @@
 // mgapsp's driver for the Gunrock peer (bench/peers/gunrock.sh builds it against
 // Gunrock's headers in .peers/gunrock/src; no Gunrock code is kept here).
 //
-//   gunrock_sssp_{f32,i32} GRAPH.gr SOURCES.txt TIMES.tsv ROWS.bin
-//                          [--keep K] [--lb block_mapped|merge_path|merge_path_v2|thread_mapped]
-//                          [--warmup W]
+//   gunrock_sssp_{f32,i32} GRAPH.gr SOURCES.txt TIMES.tsv ROWS.bin [--keep K] [--warmup W]
 //
 // Builds one Gunrock CSR graph on the device (directed, the .gr rows as given), then
-// for each source calls gunrock::sssp::run, as Gunrock's examples/algorithms/sssp does.
+// for each source calls gunrock::sssp::run (release 2.1.0's signature), as Gunrock's
+// examples/algorithms/sssp does when asked for its SSSP rather than DAWN (a BFS-like
+// method for unweighted graphs).  The advance's load balance is the enactor's own,
+// block_mapped, fixed in that release.
 // TIMES.tsv gets one line a source: source, the enactor's time (CUDA events around
 // the frontier loop, what Gunrock reports), and the host wall time of the whole call
 // (problem and frontier allocation, reset, loop, synchronised).  ROWS.bin gets the
@@ -35,30 +36,16 @@ int main(int argc, char** argv) {
   if (argc < 5) {
     std::fprintf(stderr,
                  "usage: %s GRAPH.gr SOURCES.txt TIMES.tsv ROWS.bin [--keep K] "
-                 "[--lb NAME] [--warmup W]\n", argv[0]);
+                 "[--warmup W]\n", argv[0]);
     return 2;
   }
   long long keep = -1;
   int warmup = 1;
-  auto lb = operators::load_balance_t::block_mapped;  // options_t's default
-  const char* lb_name = "block_mapped";
   for (int i = 5; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--keep") && i + 1 < argc) {
       keep = std::atoll(argv[++i]);
     } else if (!std::strcmp(argv[i], "--warmup") && i + 1 < argc) {
       warmup = std::atoi(argv[++i]);
-    } else if (!std::strcmp(argv[i], "--lb") && i + 1 < argc) {
-      lb_name = argv[++i];
-      if (!std::strcmp(lb_name, "block_mapped"))
-        lb = operators::load_balance_t::block_mapped;
-      else if (!std::strcmp(lb_name, "merge_path"))
-        lb = operators::load_balance_t::merge_path;
-      else if (!std::strcmp(lb_name, "merge_path_v2"))
-        lb = operators::load_balance_t::merge_path_v2;
-      else if (!std::strcmp(lb_name, "thread_mapped"))
-        lb = operators::load_balance_t::thread_mapped;
-      else
-        peer_io::die(std::string("unknown --lb ") + lb_name);
     } else {
       peer_io::die(std::string("unknown argument ") + argv[i]);
     }
@@ -95,22 +82,19 @@ int main(int argc, char** argv) {
   properties.symmetric = false;
   properties.weighted = true;
   auto G = graph::build<memory_space_t::device>(properties, csr);
-  auto context = std::make_shared<gcuda::multi_context_t>(0);
 
   thrust::device_vector<weight_t> distances(n);
   thrust::device_vector<vertex_t> predecessors(n);
   thrust::host_vector<weight_t> h_dist(n);
-  options_t options;
-  options.advance_load_balance = lb;
 
+  // Each call makes its own context, as run()'s default argument and Gunrock's example
+  // do: in 2.1.0 enact() copies the context's timer, and the copy's destructor destroys
+  // the CUDA events both hold, so a context shared across calls crashes the second one.
   auto run_one = [&](vertex_t s, double* wall_ms) {
-    context->get_context(0)->synchronize();
+    cudaDeviceSynchronize();
     auto t0 = std::chrono::steady_clock::now();
-    sssp::param_t<vertex_t> param(s, options);
-    sssp::result_t<vertex_t, weight_t> result(distances.data().get(),
-                                              predecessors.data().get(), n);
-    float ms = sssp::run(G, param, result, context);
-    context->get_context(0)->synchronize();
+    float ms = sssp::run(G, s, distances.data().get(), predecessors.data().get());
+    cudaDeviceSynchronize();
     auto t1 = std::chrono::steady_clock::now();
     if (wall_ms) *wall_ms = std::chrono::duration<double, std::milli>(t1 - t0).count();
     return ms;
@@ -121,9 +105,9 @@ int main(int argc, char** argv) {
   FILE* times = std::fopen(argv[3], "w");
   FILE* rows = std::fopen(argv[4], "wb");
   if (!times || !rows) peer_io::die("cannot write the outputs");
-  std::fprintf(times, "# gunrock sssp, weight %s, lb %s, n %d, m %d\n# source\tenact_ms\twall_ms\n",
+  std::fprintf(times, "# gunrock sssp, weight %s, lb block_mapped, n %d, m %d\n# source\tenact_ms\twall_ms\n",
                sizeof(weight_t) == 4 && std::numeric_limits<weight_t>::is_integer ? "i32" : "f32",
-               lb_name, n, m);
+               n, m);
   double total = 0;
   for (size_t i = 0; i < sources.size(); ++i) {
     double wall;
@@ -138,7 +122,7 @@ int main(int argc, char** argv) {
   }
   std::fclose(times);
   std::fclose(rows);
-  std::printf("gunrock sssp: %zu sources, n %d, m %d, lb %s: %.3f ms enact in all\n",
-              sources.size(), n, m, lb_name, total);
+  std::printf("gunrock sssp: %zu sources, n %d, m %d: %.3f ms enact in all\n",
+              sources.size(), n, m, total);
   return 0;
 }
