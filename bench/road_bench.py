@@ -3,8 +3,8 @@
     python bench/road_bench.py [--out bench] [--repeats 5] [--workers N] [--peer-sources 128]
 
 On the NY road network (264,346 vertices): 4,096 sources to every vertex, and a
-1,000 x 1,000 origin-destination matrix; on the weighted TNTP road networks Austin
-(4,096 sources) and ChicagoSketch (every vertex), PHAST against Bellman-Ford.
+1,000 x 1,000 origin-destination matrix; on the weighted road networks Austin (4,096
+sources), ChicagoSketch and rome99 (every vertex), PHAST against Bellman-Ford.
 Measured side by side:
 
 - mgapsp's PHAST: the kernel (CUDA events, block left on the device; for the
@@ -172,7 +172,7 @@ def weighted(name, count, repeats):
     t = time.perf_counter()
     h = hierarchy.for_graph(graph)
     build_s = time.perf_counter() - t
-    case = (f"{name.split('_')[0]} ({graph.n:,} vertices, weighted, {dtype}), "
+    case = (f"{name.split('_')[0].split('.')[0]} ({graph.n:,} vertices, weighted, {dtype}), "
             f"{len(many):,} sources x all")
     at = np.searchsorted(many, sample[:CHECK])
     dh = phast.upload(h, dtype)
@@ -295,6 +295,7 @@ def main() -> None:
     del got, dh, d32
     weighted("Austin_net.tntp", 4096, args.repeats)
     weighted("ChicagoSketch_net.tntp", 4096, args.repeats)
+    weighted("rome99.gr", 4096, args.repeats)
 
     gpu = cupy.cuda.runtime.getDeviceProperties(0)["name"].decode()
     out = Path(args.out)
