@@ -27,6 +27,12 @@
 // targets depend on (their elimination-tree paths to the root) and the unpack only
 // the targets' ranks.
 //
+// Predecessors (P not null): P[r * Bp + s], beside D, is the vertex before rank r on
+// the path of the arc that last lowered D[r * Bp + s] (last_up / last_down: each
+// arc's, per direction, from the customization), -1 until one does.  Only a strictly
+// smaller sum replaces it, so P follows the relaxations that made D.
+// phast_unpack_i32 turns it into rows as the distances are.
+//
 // Sums round to nearest (no cycles are walked: non-negative weights, a finite sweep).
 
 typedef long long i64;
@@ -38,7 +44,7 @@ template <typename T>
 __device__ __forceinline__ void up_walks(
     const int* __restrict__ src_rank, i64 B, i64 Bp, const int* __restrict__ parent,
     const i64* __restrict__ up_ptr, const int* __restrict__ up_head,
-    const T* __restrict__ w_up, T* D, T inf)
+    const T* __restrict__ w_up, T* D, T inf, const int* __restrict__ last_up, int* P)
 {
     const int lane = threadIdx.x & 31;
     const i64 warp = ((i64)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
@@ -53,7 +59,10 @@ __device__ __forceinline__ void up_walks(
                 for (i64 a = up_ptr[x] + lane; a < end; a += 32) {
                     const i64 t = (i64)up_head[a] * Bp + b;
                     const T c = dx + w_up[a];
-                    if (c < D[t]) D[t] = c;
+                    if (c < D[t]) {
+                        D[t] = c;
+                        if (P) P[t] = last_up[a];
+                    }
                 }
             }
             __syncwarp();
@@ -65,7 +74,8 @@ __device__ __forceinline__ void up_walks(
 template <typename T>
 __device__ __forceinline__ void down_level(
     const int* __restrict__ ranks, i64 count, i64 Bp, const i64* __restrict__ up_ptr,
-    const int* __restrict__ up_head, const T* __restrict__ w_down, T* D)
+    const int* __restrict__ up_head, const T* __restrict__ w_down, T* D,
+    const int* __restrict__ last_down, int* P)
 {
     const i64 s = (i64)blockIdx.x * blockDim.x + threadIdx.x;
     if (s >= Bp) return;
@@ -73,11 +83,16 @@ __device__ __forceinline__ void down_level(
         const int r = ranks[k];
         const i64 end = up_ptr[r + 1];
         T best = D[(i64)r * Bp + s];
+        i64 won = -1;
         for (i64 a = up_ptr[r]; a < end; ++a) {
             const T c = D[(i64)up_head[a] * Bp + s] + w_down[a];
-            best = c < best ? c : best;
+            if (c < best) {
+                best = c;
+                won = a;
+            }
         }
         D[(i64)r * Bp + s] = best;
+        if (P && won >= 0) P[(i64)r * Bp + s] = last_down[won];
     }
 }
 
@@ -107,15 +122,17 @@ __device__ __forceinline__ void unpack(
     extern "C" __global__ void phast_up_##SUFFIX(                                     \
         const int* __restrict__ src_rank, i64 B, i64 Bp, const int* __restrict__ parent, \
         const i64* __restrict__ up_ptr, const int* __restrict__ up_head,              \
-        const T* __restrict__ w_up, T* D, T inf)                                      \
+        const T* __restrict__ w_up, T* D, T inf, const int* __restrict__ last_up,     \
+        int* P)                                                                       \
     {                                                                                 \
-        up_walks<T>(src_rank, B, Bp, parent, up_ptr, up_head, w_up, D, inf);          \
+        up_walks<T>(src_rank, B, Bp, parent, up_ptr, up_head, w_up, D, inf, last_up, P); \
     }                                                                                 \
     extern "C" __global__ void phast_down_##SUFFIX(                                   \
         const int* __restrict__ ranks, i64 count, i64 Bp, const i64* __restrict__ up_ptr, \
-        const int* __restrict__ up_head, const T* __restrict__ w_down, T* D)          \
+        const int* __restrict__ up_head, const T* __restrict__ w_down, T* D,          \
+        const int* __restrict__ last_down, int* P)                                    \
     {                                                                                 \
-        down_level<T>(ranks, count, Bp, up_ptr, up_head, w_down, D);                  \
+        down_level<T>(ranks, count, Bp, up_ptr, up_head, w_down, D, last_down, P);    \
     }                                                                                 \
     extern "C" __global__ void phast_unpack_##SUFFIX(                                 \
         const T* __restrict__ D, i64 n, i64 Bp, i64 B, const int* __restrict__ rank,  \
@@ -126,3 +143,10 @@ __device__ __forceinline__ void unpack(
 
 PHAST_KERNELS(f32, float)
 PHAST_KERNELS(f64, double)
+
+extern "C" __global__ void phast_unpack_i32(
+    const int* __restrict__ P, i64 n, i64 Bp, i64 B, const int* __restrict__ rank,
+    int* __restrict__ out)
+{
+    unpack<int>(P, n, Bp, B, rank, out);
+}

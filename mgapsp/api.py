@@ -52,7 +52,7 @@ def apsp(graph, *, out=None, algorithm: str = "auto", backend: str = "auto",
         ``phast``: a contraction hierarchy built once per graph (seconds for a road
         network of a few hundred thousand vertices, kept for the process's next
         calls), then one sweep per batch; for road-like graphs with non-negative
-        weights, no predecessors.  ``auto`` picks it on the GPU once the graph's
+        weights (positive ones for predecessors).  ``auto`` picks it on the GPU once the graph's
         hierarchy is built (by an earlier phast call of this process, or a phast
         job whose store lay in the same folder).
     backend : {"auto", "gpu", "cpu"}
@@ -170,8 +170,7 @@ def _checked_labels(values, what: str):
 def _in_process(graph: Graph, *, backend, algorithm, dtype, sources, targets, batch_size,
                 predecessors):
     impl = get_backend(backend)
-    ready = (algorithm == "auto" and backend == "gpu" and not predecessors
-             and hierarchy.known(graph))
+    ready = algorithm == "auto" and backend == "gpu" and hierarchy.known(graph)
 
     def make_plan(may_build: bool):
         return plan_job(graph, algorithm=algorithm, backend=backend, dtype=dtype,

@@ -118,7 +118,8 @@ def _cluster_options(command):
               help="Weight column (name or 0-based index) for TNTP and CSV inputs.")
 @click.option("--algorithm", type=click.Choice(_ALGORITHMS), default="auto", show_default=True,
               help="phast: a contraction hierarchy built once per graph and kept beside "
-                   "the store (road networks, non-negative weights, no predecessors).")
+                   "the store (road networks, non-negative weights; positive ones for "
+                   "--predecessors).")
 @click.option("--dtype", type=click.Choice(["auto", "float32", "float64"]), default="auto",
               show_default=True,
               help="auto: float32 where every distance is exact in it (integer weights, "

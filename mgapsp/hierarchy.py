@@ -24,6 +24,13 @@ a few hundred thousand vertices is ordered, completed and customized in seconds.
 On graphs without small separators (social networks, random graphs) the completion
 fills in towards a dense matrix: PHAST is for road-like graphs.
 
+Predecessors: every arc also keeps, for each direction, the vertex just before its
+head on the graph path it stands for (a shortcut's path unpacked), recorded when the
+customization sets its weight.  A sweep that remembers which arc last lowered each
+distance then knows each vertex's predecessor on a shortest path.  With a zero-weight
+edge, two vertices at the same distance could each name the other, so predecessors
+need every edge weight positive.
+
 Weights must be non-negative (a hierarchy of a graph with negative weights would need
 its potentials first: use ``johnson``).
 """
@@ -44,11 +51,11 @@ from . import config
 from .errors import UnsupportedError
 from .graph import Graph
 
-__all__ = ["Hierarchy", "build", "cached", "distances", "for_graph", "known", "load",
-           "save", "PREDECESSORS"]
+__all__ = ["Hierarchy", "build", "cached", "check_predecessors", "distances",
+           "for_graph", "gives_predecessors", "known", "load", "save"]
 
-#: file format version of a saved hierarchy
-FORMAT = 1
+#: file format version of a saved hierarchy (2: the arcs' last vertices)
+FORMAT = 2
 #: elements (arcs x sources) one step of the CPU sweep works on at a time
 _CPU_PIECE = 2**22
 #: most arcs, per edge or vertex of the graph, of a hierarchy that ``auto`` uses (road
@@ -67,9 +74,6 @@ ROAD_HOPS = 0.7
 _KEEP = 2
 _MEMO: "OrderedDict[str, Hierarchy]" = OrderedDict()
 _MEMO_LOCK = threading.Lock()
-#: why PHAST gives no predecessors (its paths run over shortcuts)
-PREDECESSORS = ("phast gives no predecessors (its paths run over shortcuts); use "
-                "bellman-ford or dijkstra for predecessors")
 
 
 @dataclass(eq=False)
@@ -84,6 +88,9 @@ class Hierarchy:
     up_head : int32 (arcs,)    the higher rank of each arc, increasing within a row
     w_up : float64 (arcs,)     ``W[r -> head]`` (inf where no path of lower vertices)
     w_down : float64 (arcs,)   ``W[head -> r]``
+    last_up : int32 (arcs,)    the vertex just before ``head`` on the path ``r -> head``
+                               stands for (-1 where there is none)
+    last_down : int32 (arcs,)  the vertex just before ``r`` on the path ``head -> r``
     parent : int32 (n,)        elimination-tree parent (the lowest upward neighbour), -1 at a root
     depth : int32 (n,)         distance from the root in the elimination tree
     fingerprint : str          of the graph it was built from
@@ -95,6 +102,8 @@ class Hierarchy:
     up_head: np.ndarray
     w_up: np.ndarray
     w_down: np.ndarray
+    last_up: np.ndarray
+    last_down: np.ndarray
     parent: np.ndarray
     depth: np.ndarray
     fingerprint: str
@@ -140,8 +149,7 @@ class Hierarchy:
         return mark
 
     def nbytes(self) -> int:
-        return sum(a.nbytes for a in (self.rank, self.order, self.up_ptr, self.up_head,
-                                      self.w_up, self.w_down, self.parent, self.depth))
+        return sum(getattr(self, k).nbytes for k in _FIELDS)
 
 
 # -- build ---------------------------------------------------------------------------
@@ -150,6 +158,30 @@ def _check_weights(graph: Graph) -> None:
         raise UnsupportedError(
             f"phast needs non-negative weights, but graph {graph.name!r} has weight "
             f"{graph.min_weight:g}; use johnson or bellman-ford")
+
+
+def _zero_weight_edges(graph: Graph) -> np.ndarray:
+    """Mask of the edges of weight zero, self-loops aside (no path uses them)."""
+    return (graph.weights == 0) & (graph.sources_of_edges != graph.indices)
+
+
+def gives_predecessors(graph: Graph) -> bool:
+    """Whether phast can give ``graph``'s predecessors (see :func:`check_predecessors`)."""
+    return not graph.has_negative_weights and not _zero_weight_edges(graph).any()
+
+
+def check_predecessors(graph: Graph) -> None:
+    """Raise unless phast can give ``graph``'s predecessors: every edge weight
+    (self-loops aside) positive."""
+    _check_weights(graph)
+    zero = _zero_weight_edges(graph)
+    if zero.any():
+        e = int(np.flatnonzero(zero)[0])
+        u, v = graph.labels[graph.sources_of_edges[e]], graph.labels[graph.indices[e]]
+        raise UnsupportedError(
+            f"phast gives predecessors only where every edge weight is positive, but "
+            f"graph {graph.name!r} has zero-weight edges ({int(zero.sum()):,}; the first "
+            f"{u} -> {v}); use bellman-ford or dijkstra for predecessors")
 
 
 def _order_and_completion(graph: Graph):
@@ -247,19 +279,26 @@ def _arc_index(keys: np.ndarray, lo: np.ndarray, hi: np.ndarray, n: int) -> np.n
 
 
 def _customize(graph: Graph, rank, up_ptr, up_head, height, n):
-    """Arc weights: the graph's edges, then every lower triangle, bottom-up."""
+    """Arc weights: the graph's edges, then every lower triangle, bottom-up; and each
+    direction's last vertex (in rank space) before its head."""
     tail = np.repeat(np.arange(n, dtype=np.int64), np.diff(up_ptr))
     keys = tail * n + up_head
     w_up = np.full(len(up_head), np.inf)
     w_down = np.full(len(up_head), np.inf)
+    last_up = np.full(len(up_head), -1, dtype=np.int32)
+    last_down = np.full(len(up_head), -1, dtype=np.int32)
     src = rank[graph.sources_of_edges].astype(np.int64)
     dst = rank[graph.indices].astype(np.int64)
     w = graph.weights
     keep = src != dst                       # self-loops (non-negative) never help
     src, dst, w = src[keep], dst[keep], w[keep]
     upward = src < dst
-    np.minimum.at(w_up, _arc_index(keys, src[upward], dst[upward], n), w[upward])
-    np.minimum.at(w_down, _arc_index(keys, dst[~upward], src[~upward], n), w[~upward])
+    at = _arc_index(keys, src[upward], dst[upward], n)
+    np.minimum.at(w_up, at, w[upward])
+    last_up[at] = src[upward]               # an edge's own tail
+    at = _arc_index(keys, dst[~upward], src[~upward], n)
+    np.minimum.at(w_down, at, w[~upward])
+    last_down[at] = src[~upward]
     # triangles (x, u, v) with x lowest: W[u->v] <= W[u->x] + W[x->v].  An arc's
     # lower triangles have their x below it in the elimination tree, so taking the
     # x by height (leaves first) finishes every arc before it is used.
@@ -282,11 +321,22 @@ def _customize(graph: Graph, rank, up_ptr, up_head, height, n):
         u, v = up_head[arc_i], up_head[arc_j]
         cand = w_down[arc_i] + w_up[arc_j]   # W[u->x] + W[x->v]
         fin = np.isfinite(cand)
-        u, v, cand = u[fin], v[fin], cand[fin]
+        u, v, cand, via = u[fin], v[fin], cand[fin], last_up[arc_j[fin]]
+        # the path u -> x -> v ends as x -> v does
         up = u < v
-        np.minimum.at(w_up, _arc_index(keys, u[up], v[up], n), cand[up])
-        np.minimum.at(w_down, _arc_index(keys, v[~up], u[~up], n), cand[~up])
-    return w_up, w_down
+        _lower(w_up, last_up, _arc_index(keys, u[up], v[up], n), cand[up], via[up])
+        _lower(w_down, last_down, _arc_index(keys, v[~up], u[~up], n), cand[~up],
+               via[~up])
+    return w_up, w_down, last_up, last_down
+
+
+def _lower(weight, last, at, cand, via) -> None:
+    """``weight[at] = min(weight[at], cand)``; where a candidate lowers it, ``last``
+    takes that candidate's ``via`` (any one of equal candidates)."""
+    before = weight[at]
+    np.minimum.at(weight, at, cand)
+    won = (cand < before) & (cand == weight[at])
+    last[at[won]] = via[won]
 
 
 def _ranges(k: np.ndarray) -> np.ndarray:
@@ -316,16 +366,21 @@ def build(graph: Graph) -> Hierarchy:
     del L
     up_ptr, up_head = _close(up_ptr, up_head, n)
     parent, depth, height = _tree(up_ptr, up_head, n)
-    w_up, w_down = _customize(graph, rank, up_ptr, up_head, height, n)
+    w_up, w_down, last_up, last_down = _customize(graph, rank, up_ptr, up_head, height, n)
     order = np.empty(n, dtype=np.int32)
     order[rank] = np.arange(n, dtype=np.int32)
+    # last vertices as the graph's vertex indices, as predecessors are given
+    last_up = np.where(last_up >= 0, order[np.maximum(last_up, 0)], -1).astype(np.int32)
+    last_down = np.where(last_down >= 0, order[np.maximum(last_down, 0)],
+                         -1).astype(np.int32)
     return Hierarchy(rank=rank, order=order, up_ptr=up_ptr, up_head=up_head, w_up=w_up,
-                     w_down=w_down, parent=parent, depth=depth,
-                     fingerprint=graph.fingerprint)
+                     w_down=w_down, last_up=last_up, last_down=last_down, parent=parent,
+                     depth=depth, fingerprint=graph.fingerprint)
 
 
 # -- cache on disk ---------------------------------------------------------------------
-_FIELDS = ("rank", "order", "up_ptr", "up_head", "w_up", "w_down", "parent", "depth")
+_FIELDS = ("rank", "order", "up_ptr", "up_head", "w_up", "w_down", "last_up", "last_down",
+           "parent", "depth")
 
 
 def save(h: Hierarchy, path) -> Path:
@@ -442,32 +497,44 @@ def road_like(graph: Graph) -> bool:
 
 
 # -- CPU query -------------------------------------------------------------------------
-def distances(h: Hierarchy, sources, dtype=np.float64, targets=None) -> np.ndarray:
+def distances(h: Hierarchy, sources, dtype=np.float64, targets=None,
+              predecessors: bool = False):
     """Distances ``(len(sources), n)`` from ``sources`` (vertex indices), by the up
     walks and the down sweep on the CPU; ``inf`` where unreachable.  With ``targets``
     (vertex indices): ``(len(sources), len(targets))``, the sweep restricted to what
-    they need (RPHAST)."""
+    they need (RPHAST).  With ``predecessors`` (every target; see
+    :func:`check_predecessors`): ``(distances, predecessors)``, the latter int32 with
+    -1 at each source and where unreachable."""
     dtype = np.dtype(dtype)
     src = np.asarray(sources, dtype=np.int64).ravel()
     n, B = h.n, len(src)
+    if predecessors and targets is not None:
+        raise ValueError("predecessors need every target")
     out_rank = h.rank if targets is None else h.rank[np.asarray(targets, dtype=np.int64)]
     D = np.full((n, B), np.inf, dtype=dtype)        # rank-major: a row per rank
+    P = np.full((n, B), -1, dtype=np.int32) if predecessors else None
     if B == 0:
-        return np.empty((0, len(out_rank)), dtype=dtype)
+        empty = np.empty((0, len(out_rank)), dtype=dtype)
+        return (empty, np.empty((0, n), dtype=np.int32)) if predecessors else empty
     cols = np.arange(B)
     cur = h.rank[src].astype(np.int64)
     D[cur, cols] = 0
     w_up = h.w_up.astype(dtype)
     w_down = h.w_down.astype(dtype)
     counts = np.diff(h.up_ptr)
-    # up: every source walks its elimination-tree path, all sources in step
+    # up: every source walks its elimination-tree path, all sources in step (a step's
+    # (rank, column) pairs are distinct: one rank per column, its arcs' heads distinct)
     alive = np.ones(B, dtype=bool)
     while alive.any():
         x, b = cur[alive], cols[alive]
         k = counts[x]
         arcs = np.repeat(h.up_ptr[x], k) + _ranges(k)
-        bb = np.repeat(b, k)
-        np.minimum.at(D, (h.up_head[arcs], bb), np.repeat(D[x, b], k) + w_up[arcs])
+        head, bb = h.up_head[arcs], np.repeat(b, k)
+        cand = np.repeat(D[x, b], k) + w_up[arcs]
+        won = cand < D[head, bb]
+        D[head[won], bb[won]] = cand[won]
+        if predecessors:
+            P[head[won], bb[won]] = h.last_up[arcs[won]]
         cur[alive] = h.parent[x]
         alive &= cur >= 0
     # down: levels from the roots; each level's arcs in pieces of bounded size
@@ -482,11 +549,20 @@ def distances(h: Hierarchy, sources, dtype=np.float64, targets=None) -> np.ndarr
             part = xs[i:i + step]
             k = counts[part]
             arcs = np.repeat(h.up_ptr[part], k) + _ranges(k)
+            first = np.cumsum(k) - k
             cand = D[h.up_head[arcs]] + w_down[arcs][:, None]
-            best = np.minimum.reduceat(cand, np.cumsum(k) - k, axis=0)
-            np.minimum(D[part], best, out=best)
-            D[part] = best
-    return np.ascontiguousarray(D[out_rank].T)
+            best = np.minimum.reduceat(cand, first, axis=0)
+            won = best < D[part]
+            D[part] = np.where(won, best, D[part])
+            if predecessors:
+                # the first arc of each rank's segment that gives its best
+                row = np.where(cand == np.repeat(best, k, axis=0),
+                               np.arange(len(arcs))[:, None], len(arcs))
+                pick = np.minimum.reduceat(row, first, axis=0)
+                via = h.last_down[arcs[np.minimum(pick, len(arcs) - 1)]]
+                P[part] = np.where(won, via, P[part])
+    dist = np.ascontiguousarray(D[out_rank].T)
+    return (dist, np.ascontiguousarray(P[out_rank].T)) if predecessors else dist
 
 
 def describe(h: Hierarchy) -> dict:

@@ -17,7 +17,6 @@ from .errors import InsufficientMemoryError, MgapspError, UnsupportedError, quot
 from . import config
 from .graph import Graph
 from . import hierarchy
-from .hierarchy import PREDECESSORS as PHAST_PREDECESSORS
 
 __all__ = ["JobPlan", "plan_job", "choose_algorithm", "choose_batch_size", "column_chunk",
            "fw_by_slabs", "slab_bounds", "owner_of_rows", "small_job", "DTYPES"]
@@ -222,13 +221,14 @@ def plan_job(graph: Graph, *, algorithm: str, backend: str, dtype: str, sources,
         backend_for_plan = "gpu"
     else:
         backend_for_plan = backend
+    # auto's phast is for the GPU, and with predecessors only where it can give them
+    phast_fits = backend == "gpu" and (not predecessors or hierarchy.gives_predecessors(graph))
     algorithm = choose_algorithm(graph, algorithm, backend_for_plan, len(sources),
                                  backend_algorithms(backend_for_plan),
-                                 hierarchy_ready=(hierarchy_ready and not predecessors
-                                                  and backend == "gpu"),
-                                 may_build=may_build and not predecessors and backend == "gpu")
+                                 hierarchy_ready=hierarchy_ready and phast_fits,
+                                 may_build=may_build and phast_fits)
     if predecessors and "phast" in (algorithm, cpu_algorithm):
-        raise UnsupportedError(PHAST_PREDECESSORS)
+        hierarchy.check_predecessors(graph)
     # the GPU backend's sizing is plain arithmetic: constructing it touches no device
     impl = get_backend("cpu" if backend == "cpu" else "gpu")
     slabs = fw_by_slabs(algorithm, backend, predecessors, sources, graph.n)

@@ -26,6 +26,37 @@ def assert_distances_equal(got, ref, dtype="float64"):
     np.testing.assert_allclose(got[fin], ref[fin], rtol=rtol, atol=rtol * scale)
 
 
+def assert_predecessors(graph: Graph, sources, dist, pred, *, rtol: float = 1e-12) -> None:
+    """``pred`` (int32, -1 = none) closes shortest paths of ``dist`` from ``sources``:
+    none exactly at each source and where unreachable, every other one an edge of the
+    graph that is tight (``dist[p] + w(p, v) == dist[v]``), and every walk back along
+    them reaches its source."""
+    sources = np.asarray(sources, dtype=np.int64)
+    dist = np.asarray(dist, dtype=np.float64)
+    B, n = dist.shape
+    assert pred.dtype == np.int32 and pred.shape == dist.shape
+    assert not (pred == -2).any(), "a predecessor element was never written (poison)"
+    assert ((pred >= -1) & (pred < n)).all()
+    rows = np.arange(B)
+    assert (pred[rows, sources] == -1).all(), "a source has a predecessor"
+    reach = np.isfinite(dist)
+    assert (pred[~reach] == -1).all(), "an unreachable vertex has a predecessor"
+    inner = reach.copy()
+    inner[rows, sources] = False
+    assert (pred[inner] >= 0).all(), "a reachable vertex lacks a predecessor"
+    bb, vv = np.nonzero(inner)
+    pp = pred[bb, vv].astype(np.int64)
+    w = graph.edge_weights(pp, vv)
+    assert not np.isnan(w).any(), "a predecessor edge does not exist"
+    scale = max(1.0, float(np.abs(dist[reach]).max(initial=0.0)))
+    np.testing.assert_allclose(dist[bb, pp] + w, dist[bb, vv], rtol=0, atol=rtol * scale)
+    walk = np.where(pred < 0, np.arange(n)[None, :], pred).astype(np.int64)
+    for _ in range(int(np.ceil(np.log2(max(n, 2)))) + 1):     # pointer doubling
+        walk = np.take_along_axis(walk, walk, axis=1)
+    home = np.broadcast_to(sources[:, None], (B, n))
+    assert (walk[reach] == home[reach]).all(), "a predecessor walk misses its source"
+
+
 def reweighted(graph: Graph, seed=0, spread=50.0) -> Graph:
     """Negative weights without negative cycles: w'(u,v) = w + p(u) - p(v)."""
     p = np.random.default_rng(seed).uniform(0, spread, graph.n)

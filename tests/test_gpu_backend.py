@@ -11,7 +11,6 @@ kernel runs, so an element it fails to write makes the comparison fail.
 
 from __future__ import annotations
 
-import math
 
 import numpy as np
 import pytest
@@ -23,6 +22,7 @@ from mgapsp.backends.gpu import GPUBackend, clear_device_cache
 from mgapsp.errors import InsufficientMemoryError, NegativeCycleError, UnsupportedError
 from mgapsp.graph import Graph
 
+import helpers
 from helpers import tricky_graph
 
 pytestmark = pytest.mark.gpu
@@ -86,31 +86,7 @@ def assert_matches(got: np.ndarray, ref: np.ndarray, dtype: np.dtype) -> None:
 def assert_predecessors(graph: Graph, sources, dist: np.ndarray, pred: np.ndarray,
                         dtype: np.dtype) -> None:
     """Every predecessor edge exists and is tight; walks lead back to the source."""
-    sources = np.asarray(sources, dtype=np.int64)
-    B, n = dist.shape
-    assert pred.dtype == np.int32 and pred.shape == dist.shape
-    assert not (pred == -2).any(), "a predecessor element was never written (poison)"
-    assert ((pred >= -1) & (pred < n)).all()
-    rows = np.arange(B)
-    assert (pred[rows, sources] == -1).all(), "pred[s, s] must be -1"
-    reach = np.isfinite(dist)
-    assert (pred[~reach] == -1).all(), "unreachable vertices have no predecessor"
-    inner = reach.copy()
-    inner[rows, sources] = False
-    assert (pred[inner] >= 0).all(), "a reachable vertex lacks a predecessor"
-    bb, vv = np.nonzero(inner)
-    pp = pred[bb, vv].astype(np.int64)
-    w = edge_weights(graph, pp, vv)
-    assert not np.isnan(w).any(), "a predecessor edge does not exist"
-    d = dist.astype(np.float64)
-    np.testing.assert_allclose(d[bb, pp] + w, d[bb, vv], rtol=0,
-                               atol=4 * RTOL[dtype] * scale_of(d))
-    # follow predecessors by pointer doubling: every reachable vertex reaches s
-    P = np.where(pred < 0, np.arange(n)[None, :], pred).astype(np.int64)
-    for _ in range(max(1, math.ceil(math.log2(max(n, 2)))) + 1):
-        P = np.take_along_axis(P, P, axis=1)
-    target = np.broadcast_to(sources[:, None], (B, n))
-    assert (P[reach] == target[reach]).all(), "a predecessor walk misses its source"
+    helpers.assert_predecessors(graph, sources, dist, pred, rtol=4 * RTOL[dtype])
 
 
 def run_batches(backend, graph, sources, batch, dtype, predecessors=False, algorithm="bellman-ford"):

@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from helpers import assert_distances_equal, planar_graph, scipy_distances
+from helpers import (assert_distances_equal, assert_predecessors, planar_graph,
+                     scipy_distances)
 from mgapsp import hierarchy
 from mgapsp.cuda import phast
 from mgapsp.readers import read_graph
@@ -101,11 +102,54 @@ def test_backend_returns_the_targets_alone(data_dir):
     np.testing.assert_array_equal(got, ref)
 
 
+def run_with_predecessors(h, sources, dtype):
+    dist, pred, _ = phast.phast_batch(phast.upload(h, dtype), sources, predecessors=True)
+    cupy = phast._cupy()
+    return cupy.asnumpy(dist), cupy.asnumpy(pred)
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
+@pytest.mark.parametrize("name,count", [("rome99.gr", 150), ("Austin_net.tntp", 70),
+                                        ("NY.pace.gr.gz", 40)])
+def test_predecessors_on_road_networks(data_dir, name, count, dtype):
+    """The GPU's predecessors close shortest paths, and are the CPU sweep's: both
+    keep the first arc that gives a rank its final distance."""
+    graph = read_graph(data_dir / name)
+    h = hierarchy.for_graph(graph)
+    src = np.random.default_rng(5).choice(graph.n, count, replace=False)
+    dist, pred = run_with_predecessors(h, src, dtype)
+    np.testing.assert_array_equal(dist, run(h, src, dtype))
+    assert_distances_equal(dist, scipy_distances(graph, src), dtype=dtype)
+    assert_predecessors(graph, src, dist, pred,
+                        rtol=1e-12 if dtype == np.float64 else 1e-5)
+    cpu_dist, cpu_pred = hierarchy.distances(h, src, dtype=dtype, predecessors=True)
+    np.testing.assert_array_equal(dist, cpu_dist)
+    np.testing.assert_array_equal(pred, cpu_pred)
+
+
+@pytest.mark.parametrize("batch", [1, 33, 70])
+@pytest.mark.parametrize("seed", range(3))
+def test_predecessors_on_random_planar_graphs(seed, batch):
+    rng = np.random.default_rng(400 + seed)
+    graph = planar_graph(rng, int(rng.integers(100, 2500)), zero_fraction=0,
+                         integer=seed != 1, components=1 + seed)
+    h = hierarchy.build(graph)
+    src = np.concatenate([rng.choice(graph.n, min(batch, graph.n), replace=False), [0]])
+    dist, pred = run_with_predecessors(h, src, np.float64)
+    assert_distances_equal(dist, scipy_distances(graph, src))
+    assert_predecessors(graph, src, dist, pred)
+
+
 def test_empty_and_bad_batches():
     graph = planar_graph(np.random.default_rng(2), 100)
     dh = phast.upload(hierarchy.build(graph), np.float32)
     dist, _, stats = phast.phast_batch(dh, [])
     assert dist.shape == (0, 100) and stats["relaxations"] == 0
+    dist, pred, _ = phast.phast_batch(dh, [], predecessors=True)
+    assert dist.shape == pred.shape == (0, 100)
+    with pytest.raises(ValueError, match="predecessors need the full sweep"):
+        phast.phast_batch(dh, [1], phast.sweep(hierarchy.build(graph), [2]),
+                          predecessors=True)
     with pytest.raises(ValueError, match="0 <= source < N. Got N=100, source=100"):
         phast.phast_batch(dh, [3, 100])
 
@@ -120,6 +164,10 @@ def test_apsp_in_process(data_dir):
                       batch_size=128)
     assert got.dtype == np.float32                   # exact: integer sums below 2**24
     np.testing.assert_array_equal(got, scipy_distances(graph, src))
+    dist, pred = mgapsp.apsp(graph, algorithm="phast", backend="gpu", predecessors=True,
+                             sources=graph.labels[src[:50]], batch_size=32)
+    np.testing.assert_array_equal(dist, got[:50])
+    assert_predecessors(graph, src[:50], dist, pred)
 
 
 def test_job_on_a_gpu_cluster(gpu_client, tmp_path):
@@ -127,6 +175,19 @@ def test_job_on_a_gpu_cluster(gpu_client, tmp_path):
 
     graph = planar_graph(np.random.default_rng(12), 5000, integer=False)
     check_od_job(gpu_client, tmp_path, graph, batch_size=100)
+
+
+def test_predecessor_job_on_a_gpu_cluster(gpu_client, tmp_path):
+    import mgapsp
+
+    graph = planar_graph(np.random.default_rng(13), 3000, zero_fraction=0)
+    src = np.arange(0, graph.n, 11)
+    res = mgapsp.apsp(graph, out=tmp_path / "p.zarr", client=gpu_client, algorithm="phast",
+                      sources=src, predecessors=True, batch_size=64)
+    assert res.info["algorithm"] == "phast" and res.info["complete"]
+    dist = res.distances()
+    np.testing.assert_array_equal(dist, scipy_distances(graph, src))   # integer weights
+    assert_predecessors(graph, src, dist, res["predecessors"][:])
 
 
 def test_auto_picks_phast_after_a_phast_job(gpu_client, tmp_path, monkeypatch):
@@ -180,15 +241,18 @@ def test_auto_builds_the_hierarchy_of_a_long_road_job(gpu_client, data_dir, tmp_
         assert not hierarchy.known(austin)
 
 
-def test_backend_refuses_predecessors_and_negative_weights():
+def test_backend_refuses_zero_weight_predecessors_and_negative_weights():
     from mgapsp.backends import get_backend
     from mgapsp.errors import UnsupportedError
     from mgapsp.graph import Graph
 
     gpu = get_backend("gpu")
+    zero = Graph.from_edges([0, 1], [1, 2], [0.0, 2.0], n=3)
+    with pytest.raises(UnsupportedError, match="every edge weight is positive"):
+        gpu.distances(zero, [0], algorithm="phast", dtype=np.float32, predecessors=True)
     ok = Graph.from_edges([0, 1], [1, 2], [1.0, 2.0], n=3)
-    with pytest.raises(UnsupportedError, match="phast gives no predecessors"):
-        gpu.distances(ok, [0], algorithm="phast", dtype=np.float32, predecessors=True)
+    res = gpu.distances(ok, [0, 2], algorithm="phast", dtype=np.float32, predecessors=True)
+    np.testing.assert_array_equal(res.predecessors, [[-1, 0, 1], [-1, -1, -1]])
     neg = Graph.from_edges([0, 1], [1, 2], [1.0, -2.0], n=3)
     with pytest.raises(UnsupportedError, match="phast needs non-negative weights"):
         gpu.distances(neg, [0], algorithm="phast", dtype=np.float32)

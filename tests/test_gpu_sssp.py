@@ -19,6 +19,7 @@ import numpy as np
 import pytest
 from scipy.sparse import csgraph
 
+import helpers
 from helpers import reweighted, tricky_graph
 from mgapsp.cuda import bellman_ford, device, frontier, loader, sssp
 from mgapsp.cuda.frontier import BFOptions
@@ -98,30 +99,9 @@ def assert_matches(got: np.ndarray, ref: np.ndarray, dtype: np.dtype) -> None:
 
 
 def assert_predecessors(graph: Graph, sources, dist: np.ndarray, pred: np.ndarray) -> None:
-    """Each predecessor edge exists and is tight; following them leads to the source."""
-    sources = np.asarray(sources, dtype=np.int64)
-    B, n = dist.shape
-    assert pred.dtype == np.int32 and pred.shape == dist.shape
-    assert not (pred == -2).any(), "a predecessor element was never written (poison)"
-    rows = np.arange(B)
-    reach = np.isfinite(dist)
-    assert (pred[~reach] == -1).all()
-    assert (pred[rows, sources] == -1).all()
-    inner = reach.copy()
-    inner[rows, sources] = False
-    assert (pred[inner] >= 0).all(), "a reachable vertex lacks a predecessor"
-    bb, vv = np.nonzero(inner)
-    pp = pred[bb, vv].astype(np.int64)
-    w = graph.edge_weights(pp, vv)
-    assert not np.isnan(w).any(), "a predecessor edge does not exist"
-    d = dist.astype(np.float64)
-    scale = max(1.0, float(np.abs(d[reach]).max(initial=0.0)))
-    np.testing.assert_allclose(d[bb, pp] + w, d[bb, vv], rtol=0, atol=4 * RTOL[F32] * scale)
-    P = np.where(pred < 0, np.arange(n)[None, :], pred).astype(np.int64)
-    for _ in range(max(1, math.ceil(math.log2(max(n, 2)))) + 1):
-        P = np.take_along_axis(P, P, axis=1)
-    target = np.broadcast_to(sources[:, None], (B, n))
-    assert (P[reach] == target[reach]).all(), "a predecessor walk misses its source"
+    """Each predecessor edge exists and is tight (to float32's rounding); following
+    them leads to the source."""
+    helpers.assert_predecessors(graph, sources, dist, pred, rtol=4 * RTOL[F32])
 
 
 def assert_negative_cycle(graph: Graph, err: NegativeCycleError) -> None:

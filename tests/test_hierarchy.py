@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from helpers import assert_distances_equal, planar_graph, scipy_distances
+from helpers import (assert_distances_equal, assert_predecessors, planar_graph,
+                     scipy_distances)
 from mgapsp import hierarchy
 from mgapsp.errors import UnsupportedError
 from mgapsp.graph import Graph
@@ -118,6 +119,41 @@ def test_restricted_sweep_matches_the_full_one(data_dir, name):
     assert hierarchy.distances(h, [], targets=[0, 1]).shape == (0, 2)
 
 
+@pytest.mark.parametrize("name,count", ROADS, ids=[r[0] for r in ROADS])
+def test_predecessors_on_road_networks(data_dir, name, count):
+    graph = read_graph(data_dir / name)
+    h = hierarchy.build(graph)
+    src = np.arange(graph.n) if count is None else spread(graph.n, count)
+    dist, pred = hierarchy.distances(h, src, predecessors=True)
+    assert_distances_equal(dist, scipy_distances(graph, src))
+    assert_predecessors(graph, src, dist, pred)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_predecessors_on_random_planar_graphs(seed):
+    """Shortcuts over shortcuts unpack to the graph's own edges, in every direction
+    (one-way streets, a weight per direction, several components, float weights)."""
+    rng = np.random.default_rng(300 + seed)
+    graph = planar_graph(rng, int(rng.integers(200, 1500)), zero_fraction=0,
+                         integer=seed % 2 == 0, components=1 + seed % 3)
+    h = hierarchy.build(graph)
+    src = np.concatenate([rng.choice(graph.n, 40, replace=False), [0, 0]])
+    dist, pred = hierarchy.distances(h, src, predecessors=True)
+    np.testing.assert_array_equal(dist, hierarchy.distances(h, src))
+    assert_distances_equal(dist, scipy_distances(graph, src))
+    assert_predecessors(graph, src, dist, pred)
+
+
+def test_predecessors_need_positive_weights():
+    zero = Graph.from_edges([0, 1, 2, 2], [1, 2, 0, 2], [1.0, 0.0, 2.0, 0.0], n=3)
+    with pytest.raises(UnsupportedError, match="zero-weight edges .*1 -> 2"):
+        hierarchy.check_predecessors(zero)
+    loop = Graph.from_edges([0, 1, 1], [1, 2, 1], [1.0, 3.0, 0.0], n=3)
+    hierarchy.check_predecessors(loop)        # a zero-weight self-loop is no path
+    with pytest.raises(ValueError, match="every target"):
+        hierarchy.distances(hierarchy.build(loop), [0], targets=[2], predecessors=True)
+
+
 def test_small_and_degenerate_graphs():
     one = Graph.from_edges([0], [0], [2.0], n=1)
     assert hierarchy.distances(hierarchy.build(one), [0]).tolist() == [[0.0]]
@@ -170,6 +206,10 @@ def test_saved_hierarchies(tmp_path):
         np.testing.assert_array_equal(getattr(again, f), getattr(built, f))
     other = planar_graph(np.random.default_rng(10), 400)
     assert hierarchy.load(path, other) is None          # another graph's file
+    with open(path, "wb") as f:     # a file of the format before predecessors
+        np.savez(f, format=np.int64(1), fingerprint=np.str_(graph.fingerprint),
+                 **{k: getattr(built, k) for k in hierarchy._FIELDS if "last" not in k})
+    assert hierarchy.load(path, graph) is None
     path.write_bytes(b"not a hierarchy")
     assert hierarchy.load(path, graph) is None
     rebuilt = hierarchy.cached(graph, tmp_path)          # a bad file is rebuilt

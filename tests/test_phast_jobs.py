@@ -13,7 +13,8 @@ from mgapsp.backends import get_backend
 from mgapsp.errors import UnsupportedError
 from mgapsp.graph import Graph
 
-from helpers import assert_distances_equal, planar_graph, reweighted, scipy_distances
+from helpers import (assert_distances_equal, assert_predecessors, planar_graph, reweighted,
+                     scipy_distances)
 from test_cli import assert_one_line_error, mgapsp_cli
 
 
@@ -41,6 +42,38 @@ def test_origin_destination_in_process(data_dir):
     other = get_backend("cpu").distances(graph, src, algorithm="dijkstra",
                                          dtype=np.float64, targets=tgt)
     assert not other.targets_only and other.distances.shape == (40, graph.n)
+
+
+def test_predecessors_in_process(data_dir):
+    graph = mgapsp.read_graph(data_dir / "rome99.gr")
+    src = np.arange(3, graph.n, 41)
+    dist, pred = mgapsp.apsp(graph, algorithm="phast", backend="cpu", batch_size=16,
+                             sources=graph.labels[src], predecessors=True)
+    np.testing.assert_array_equal(dist, scipy_distances(graph, src))
+    assert_predecessors(graph, src, dist, pred)
+
+
+def test_predecessors_on_a_cluster_give_paths(cpu_client, tmp_path):
+    """A phast job with predecessors: the store's rows close shortest paths, and
+    ``path`` walks them from any vertex back to its source."""
+    graph = planar_graph(np.random.default_rng(12), 500, integer=False, zero_fraction=0,
+                         components=2)
+    src = np.arange(0, graph.n, 9)
+    res = mgapsp.apsp(graph, out=tmp_path / "p.zarr", client=cpu_client, algorithm="phast",
+                      sources=src, predecessors=True, batch_size=16)
+    assert res.info["algorithm"] == "phast" and res.info["complete"]
+    dist = res.distances()
+    assert_distances_equal(dist, scipy_distances(graph, src))
+    assert_predecessors(graph, src, dist, res["predecessors"][:])
+    for u, v in [(0, 498), (9, 3), (450, 450)]:
+        hops = res.path(u, v)
+        if hops is None:
+            assert np.isinf(res.distance(u, v))
+            continue
+        assert hops[0] == u and hops[-1] == v
+        idx = graph.index_of(hops)
+        length = graph.edge_weights(idx[:-1], idx[1:]).sum()
+        assert length == pytest.approx(res.distance(u, v), rel=1e-12)
 
 
 def check_od_job(client, tmp_path, graph, *, batch_size):
@@ -79,9 +112,12 @@ def test_cli_keeps_the_hierarchy_beside_the_store(data_dir, tmp_path):
 
 
 def test_cli_refusals(data_dir, tmp_path):
-    pred = mgapsp_cli("run", data_dir / "rome99.gr", "-o", tmp_path / "p.zarr", "--backend",
-                      "cpu", "--algorithm", "phast", "--predecessors", check=False)
-    assert_one_line_error(pred, "phast gives no predecessors")
+    zero = tmp_path / "zero.csv"
+    zero.write_text("0,1,0\n1,2,3\n2,0,4\n")
+    pred = mgapsp_cli("run", zero, "-o", tmp_path / "p.zarr", "--backend", "cpu",
+                      "--algorithm", "phast", "--predecessors", check=False)
+    assert_one_line_error(pred, "phast gives predecessors only where every edge weight is "
+                          "positive", "0 -> 1", "bellman-ford")
     assert not (tmp_path / "p.zarr").exists()
     neg = tmp_path / "neg.csv"
     neg.write_text("0,1,2\n1,2,-1\n2,0,4\n")
@@ -109,12 +145,15 @@ def test_api_refusals():
     g = Graph.from_edges([0, 1], [1, 2], [1.0, -1.0], n=3)
     with pytest.raises(UnsupportedError, match="phast needs non-negative weights"):
         mgapsp.apsp(g, algorithm="phast", backend="cpu")
-    ok = Graph.from_edges([0, 1], [1, 2], [1.0, 2.0], n=3)
-    with pytest.raises(UnsupportedError, match="phast gives no predecessors"):
-        mgapsp.apsp(ok, algorithm="phast", backend="cpu", predecessors=True)
-    with pytest.raises(UnsupportedError, match="phast gives no predecessors"):
-        get_backend("cpu").distances(ok, [0], algorithm="phast", dtype=np.float64,
+    zero = Graph.from_edges([0, 1], [1, 2], [1.0, 0.0], n=3)
+    with pytest.raises(UnsupportedError, match="every edge weight is positive"):
+        mgapsp.apsp(zero, algorithm="phast", backend="cpu", predecessors=True)
+    with pytest.raises(UnsupportedError, match="every edge weight is positive"):
+        get_backend("cpu").distances(zero, [0], algorithm="phast", dtype=np.float64,
                                      predecessors=True)
+    ok = Graph.from_edges([0, 1], [1, 2], [1.0, 2.0], n=3)
+    dist, pred = mgapsp.apsp(ok, algorithm="phast", backend="cpu", predecessors=True)
+    np.testing.assert_array_equal(pred, [[-1, 0, 1], [-1, -1, 1], [-1, -1, -1]])
     assert hierarchy.for_graph(ok) is hierarchy.for_graph(ok)     # built once
 
 
@@ -132,7 +171,11 @@ def test_auto_picks_phast_once_the_hierarchy_is_built(tmp_path, monkeypatch):
     kw = dict(algorithm="auto", backend="gpu", dtype="auto", sources=None, batch_size=None,
               n_workers=1, memory=2**34, hierarchy_ready=True)
     assert plan_job(graph, predecessors=False, **kw).algorithm == "phast"
+    # predecessors: phast where every weight is positive, else Bellman-Ford
+    assert (graph.weights == 0).any()
     assert plan_job(graph, predecessors=True, **kw).algorithm == "bellman-ford"
+    positive = planar_graph(np.random.default_rng(21), 300, zero_fraction=0)
+    assert plan_job(positive, predecessors=True, **kw).algorithm == "phast"
     assert plan_job(graph, predecessors=False, **{**kw, "backend": "cpu"}).algorithm == "dijkstra"
     # built: in this process, or saved in a folder that a later process reads
     assert not hierarchy.known(graph) and not hierarchy.known(graph, tmp_path)
@@ -180,8 +223,8 @@ def test_meshes_and_negative_weights_are_not_road_like():
 
 def test_auto_builds_a_hierarchy_for_many_rows_of_a_road_network(data_dir):
     """On GPUs, auto builds a road network's hierarchy from AUTO_BUILD_SOURCES rows
-    on, where the caller can build one; never for other graphs, predecessors, or the
-    CPU backend."""
+    on, where the caller can build one (with predecessors, where every weight is
+    positive); never for other graphs or the CPU backend."""
     from mgapsp.backends import backend_algorithms
     from mgapsp.plan import AUTO_BUILD_SOURCES, choose_algorithm, plan_job
 
@@ -198,4 +241,4 @@ def test_auto_builds_a_hierarchy_for_many_rows_of_a_road_network(data_dir):
     kw = dict(algorithm="auto", backend="gpu", dtype="auto", sources=rows, batch_size=None,
               n_workers=1, memory=2**34, may_build=True)
     assert plan_job(rome, predecessors=False, **kw).algorithm == "phast"
-    assert plan_job(rome, predecessors=True, **kw).algorithm == "bellman-ford"
+    assert plan_job(rome, predecessors=True, **kw).algorithm == "phast"    # weights > 0

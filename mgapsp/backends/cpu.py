@@ -70,7 +70,10 @@ class CPUBackend(Backend):
             pred = None if full_pred is None else full_pred[sources]
         elif algorithm == "phast":
             if predecessors:
-                raise UnsupportedError(hierarchy.PREDECESSORS)
+                hierarchy.check_predecessors(graph)
+                dist, pred = hierarchy.distances(hierarchy.for_graph(graph), sources,
+                                                 dtype=dtype, predecessors=True)
+                return BatchResult(dist, pred, {"sources": len(sources)})
             dist = hierarchy.distances(hierarchy.for_graph(graph), sources, dtype=dtype,
                                        targets=targets)
             return BatchResult(dist, None, {"sources": len(sources)},
@@ -101,7 +104,8 @@ class CPUBackend(Backend):
             return csr + graph.n * graph.n * (8 + (4 if predecessors else 0)) * 2
         per_row = graph.n * (8 + np.dtype(dtype).itemsize + (8 if predecessors else 0))
         if algorithm == "phast":     # the hierarchy (arcs guessed), the sweep's state
-            return csr + (graph.m + graph.n) * 8 * 20 + batch_size * graph.n * 16
+            return (csr + (graph.m + graph.n) * 8 * 28
+                    + batch_size * graph.n * (16 + (8 if predecessors else 0)))
         return csr * 2 + batch_size * per_row
 
     # -- caches ---------------------------------------------------------------

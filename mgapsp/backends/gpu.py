@@ -116,8 +116,6 @@ class GPUBackend(Backend):
     @staticmethod
     def _check_predecessors(dtype: np.dtype, predecessors: bool,
                             algorithm: str = "") -> None:
-        if predecessors and algorithm == "phast":
-            raise UnsupportedError(hierarchy.PREDECESSORS)
         if predecessors and dtype != np.float32:
             raise UnsupportedError(
                 f"the gpu backend gives predecessors with dtype float32 only, not {dtype}; "
@@ -232,7 +230,7 @@ class GPUBackend(Backend):
         if algorithm == "floyd-warshall":
             result = self._floyd_warshall(graph, src, dt, predecessors)
         elif algorithm == "phast":
-            result = self._phast(graph, src, dt, targets)
+            result = self._phast(graph, src, dt, targets, predecessors)
         else:
             result = self._batched(graph, src, dt, predecessors, algorithm, potentials)
         result.stats["gpu_s"] = timer.stop()
@@ -260,12 +258,17 @@ class GPUBackend(Backend):
         stats = {"algorithm": algorithm, "backend": self.name, **stats}
         return BatchResult(distances=dist, predecessors=pred, stats=stats)
 
-    def _phast(self, graph: Graph, src: np.ndarray, dt: np.dtype, targets) -> BatchResult:
+    def _phast(self, graph: Graph, src: np.ndarray, dt: np.dtype, targets,
+               predecessors: bool) -> BatchResult:
+        if predecessors:
+            if targets is not None:
+                raise ValueError("predecessors need every target")
+            hierarchy.check_predecessors(graph)
         h = hierarchy.for_graph(graph)
         key = (gpu.device_id(), graph.fingerprint, dt.str)
         with _LOCK:
             dh = _HIERARCHIES.get(key)
-        needed = phast.batch_bytes(graph.n, len(src), dt)
+        needed = phast.batch_bytes(graph.n, len(src), dt, predecessors)
         if dh is None:
             needed += phast.device_bytes(h.n, h.arcs, dt)
         self._ensure_memory(graph, needed, f"a batch of {len(src)} sources on "
@@ -276,8 +279,8 @@ class GPUBackend(Backend):
             t = np.ascontiguousarray(targets, dtype=np.int64)
             sweep = _kept(_SWEEPS, (key[0], h.fingerprint, _array_key(t, "<i8")),
                           lambda: phast.sweep(h, t), _MAX_HIERARCHIES)
-        dist, _, stats = phast.phast_batch(dh, src, sweep)
-        return BatchResult(distances=dist, predecessors=None, targets_only=sweep is not None,
+        dist, pred, stats = phast.phast_batch(dh, src, sweep, predecessors)
+        return BatchResult(distances=dist, predecessors=pred, targets_only=sweep is not None,
                            stats={"algorithm": "phast", "backend": self.name, **stats})
 
     def _reweighted(self, graph: Graph, dg, dt: np.dtype, potentials):
@@ -398,7 +401,8 @@ class GPUBackend(Backend):
             # the hierarchy (arcs not known before it is built: a road network has
             # a few per edge), the rank-major state and the output block
             arcs = 8 * (graph.m + n)
-            return (fixed + phast.device_bytes(n, arcs, dt) + phast.batch_bytes(n, B, dt))
+            return (fixed + phast.device_bytes(n, arcs, dt)
+                    + phast.batch_bytes(n, B, dt, predecessors))
         if algorithm == "floyd-warshall":
             if fw_rows is not None:
                 # an integer (or the float) slab, its float copy, the pivot panels,

@@ -16,7 +16,7 @@ from .loader import _THREADS, _blocks, _cupy, _kernel, _persistent_grid
 KERNEL_FILE = "phast.cu"
 #: every kernel this module launches from KERNEL_FILE
 KERNEL_NAMES = tuple(f"phast_{kind}_{t}" for t in ("f32", "f64")
-                     for kind in ("up", "down", "unpack"))
+                     for kind in ("up", "down", "unpack")) + ("phast_unpack_i32",)
 _TILE, _TILE_ROWS = 32, 8           # unpack block shape (as in the .cu file)
 _MAX_GRID_Y = 65535
 _SUFFIX = {np.dtype(np.float32): "f32", np.dtype(np.float64): "f64"}
@@ -35,6 +35,8 @@ class DeviceHierarchy:
     up_head: Any
     w_up: Any
     w_down: Any
+    last_up: Any
+    last_down: Any
     level_ptr: np.ndarray        # host: the sweep's level bounds
     level_ranks: Any
     nbytes: int
@@ -52,6 +54,8 @@ def upload(h: Hierarchy, dtype) -> DeviceHierarchy:
                   up_head=cupy.asarray(h.up_head, dtype=cupy.int32),
                   w_up=cupy.asarray(h.w_up.astype(dt)),
                   w_down=cupy.asarray(h.w_down.astype(dt)),
+                  last_up=cupy.asarray(h.last_up, dtype=cupy.int32),
+                  last_down=cupy.asarray(h.last_down, dtype=cupy.int32),
                   level_ranks=cupy.asarray(ranks, dtype=cupy.int32))
     return DeviceHierarchy(dtype=dt, n=h.n, arcs=h.arcs, level_ptr=ptr,
                            nbytes=sum(int(a.nbytes) for a in arrays.values()), **arrays)
@@ -81,25 +85,30 @@ def sweep(h: Hierarchy, targets) -> Sweep:
 def device_bytes(n: int, arcs: int, dtype) -> int:
     """Device bytes of an uploaded hierarchy."""
     w = np.dtype(dtype).itemsize
-    return n * 4 * 3 + (n + 1) * 8 + arcs * (4 + 2 * w)
+    return n * 4 * 3 + (n + 1) * 8 + arcs * (4 + 2 * w + 2 * 4)
 
 
-def batch_bytes(n: int, B: int, dtype) -> int:
+def batch_bytes(n: int, B: int, dtype, predecessors: bool = False) -> int:
     """Device bytes of one batch: the rank-major state (``B`` padded to a multiple of
-    32: at most 31 more) and the output block; linear in ``B``, as the planner's
-    per-source cost is the difference of two batch sizes."""
-    return n * (2 * B + 31) * np.dtype(dtype).itemsize
+    32: at most 31 more) and the output block, and as much again in int32 for
+    predecessors; linear in ``B``, as the planner's per-source cost is the difference
+    of two batch sizes."""
+    return n * (2 * B + 31) * (np.dtype(dtype).itemsize + (4 if predecessors else 0))
 
 
-def phast_batch(dh: DeviceHierarchy, sources, restricted: Sweep | None = None):
+def phast_batch(dh: DeviceHierarchy, sources, restricted: Sweep | None = None,
+                predecessors: bool = False):
     """Distances ``(B, n)`` (CuPy, ``dh.dtype``) from ``sources`` (vertex indices);
     ``(B, len(targets))`` with the ``restricted`` sweep of some targets.
 
-    Returns ``(dist, None, stats)``: PHAST gives no predecessors (the paths run over
-    shortcuts); ``stats`` has ``rounds`` (levels swept) and ``relaxations`` (arcs
-    times sources in the sweep).
+    Returns ``(dist, pred, stats)``: ``pred`` (int32 ``(B, n)``, -1 at each source
+    and where unreachable) when ``predecessors``, else None (not with ``restricted``:
+    a path runs through vertices other than the targets); ``stats`` has ``rounds``
+    (levels swept) and ``relaxations`` (arcs times sources in the sweep).
     """
     cupy = _cupy()
+    if predecessors and restricted is not None:
+        raise ValueError("predecessors need the full sweep")
     src = batch_sources(sources, dh.n)
     n, B = dh.n, len(src)
     dt = dh.dtype
@@ -108,17 +117,22 @@ def phast_batch(dh: DeviceHierarchy, sources, restricted: Sweep | None = None):
         (restricted.level_ptr, restricted.level_ranks, restricted.out_rank, restricted.arcs))
     width = len(out_rank)
     if B == 0:
-        return cupy.empty((0, width), dtype=dt), None, {"rounds": 0, "relaxations": 0}
+        pred = cupy.empty((0, width), dtype=cupy.int32) if predecessors else None
+        return cupy.empty((0, width), dtype=dt), pred, {"rounds": 0, "relaxations": 0}
     sfx = _SUFFIX[dt]
     Bp = -(-B // 32) * 32
     inf = dt.type(np.inf)
     D = cupy.full(n * Bp, inf, dtype=dt)
+    # a null pointer where no predecessors are kept: the kernels skip them
+    P = cupy.full(n * Bp, -1, dtype=cupy.int32) if predecessors else None
+    P_arg = P if predecessors else np.uint64(0)
     src_rank = dh.rank[cupy.asarray(src)]
     D[src_rank.astype(cupy.int64) * Bp + cupy.arange(B)] = 0
     up = _kernel(f"phast_up_{sfx}", KERNEL_FILE)
     grid = min(_persistent_grid(up), _blocks(B * 32))
     up((grid,), (_THREADS,),
-       (src_rank, np.int64(B), np.int64(Bp), dh.parent, dh.up_ptr, dh.up_head, dh.w_up, D, inf))
+       (src_rank, np.int64(B), np.int64(Bp), dh.parent, dh.up_ptr, dh.up_head, dh.w_up, D,
+        inf, dh.last_up, P_arg))
     down = _kernel(f"phast_down_{sfx}", KERNEL_FILE)
     threads = min(_THREADS, Bp)
     gx = _blocks(Bp, threads)
@@ -127,11 +141,16 @@ def phast_batch(dh: DeviceHierarchy, sources, restricted: Sweep | None = None):
         if hi > lo:
             down((gx, min(hi - lo, _MAX_GRID_Y)), (threads,),
                  (level_ranks[lo:hi], np.int64(hi - lo), np.int64(Bp), dh.up_ptr,
-                  dh.up_head, dh.w_down, D))
+                  dh.up_head, dh.w_down, D, dh.last_down, P_arg))
     out = cupy.empty((B, width), dtype=dt)
+    pred = cupy.empty((B, width), dtype=cupy.int32) if predecessors else None
     if width:
-        unpack = _kernel(f"phast_unpack_{sfx}", KERNEL_FILE)
-        unpack((_blocks(width, _TILE), _blocks(B, _TILE)), (_TILE, _TILE_ROWS),
-               (D, np.int64(width), np.int64(Bp), np.int64(B), out_rank, out))
-    del D
-    return out, None, {"rounds": max(0, len(ptr) - 2), "relaxations": arcs * B}
+        grid2 = (_blocks(width, _TILE), _blocks(B, _TILE))
+        args = (np.int64(width), np.int64(Bp), np.int64(B), out_rank)
+        _kernel(f"phast_unpack_{sfx}", KERNEL_FILE)(grid2, (_TILE, _TILE_ROWS),
+                                                     (D,) + args + (out,))
+        if predecessors:
+            _kernel("phast_unpack_i32", KERNEL_FILE)(grid2, (_TILE, _TILE_ROWS),
+                                                      (P,) + args + (pred,))
+    del D, P
+    return out, pred, {"rounds": max(0, len(ptr) - 2), "relaxations": arcs * B}

@@ -122,7 +122,7 @@ def _run_locked(graph: Graph, out: str, client, token: str, lock: StoreLock, *,
             algorithm = job["algorithm"]
         if batch_size is None:
             batch_size = job["batch_size"]
-    ready = (algorithm == "auto" and backend == "gpu" and not predecessors
+    ready = (algorithm == "auto" and backend == "gpu"
              and hierarchy.known(graph, hierarchy_dir(out)))
 
     def make_plan(may_build: bool):
