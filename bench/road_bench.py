@@ -11,7 +11,8 @@ Measured side by side:
   origin-destination matrix the full sweep and the sweep restricted to the targets,
   RPHAST) and ``mgapsp.apsp(algorithm="phast")`` wall clock to a NumPy array, the
   hierarchy built beforehand (its build time reported apart);
-- mgapsp's Bellman-Ford kernel on the same sources;
+- mgapsp's Bellman-Ford kernel on the same sources; both kernels again with
+  predecessors;
 - RoutingKit's customizable contraction hierarchy (``routingkit_cch``, installed by
   ``bench/peers/routingkit.sh``) with the same vertex order, one-to-many queries
   spread over ``--workers`` processes (default: every core); the peer keeps its rows
@@ -112,6 +113,16 @@ def check(rows: dict, ref: dict, what: str):
         if not (np.array_equal(np.isinf(row), np.isinf(want))
                 and np.allclose(row[np.isfinite(want)], want[np.isfinite(want)], rtol=1e-6)):
             raise SystemExit(f"{what}: row of source {s} differs from SciPy")
+
+
+def check_predecessors(graph, sources, dist, pred):
+    """Each predecessor is an edge that closes a shortest path (``dist[p] + w == dist``)."""
+    for i, s in enumerate(sources):
+        v = np.flatnonzero(np.isfinite(dist[i]) & (np.arange(graph.n) != s))
+        p = pred[i, v]
+        w = graph.edge_weights(p, v)
+        if (p < 0).any() or np.isnan(w).any() or not np.allclose(dist[i, p] + w, dist[i, v]):
+            raise SystemExit(f"predecessors of source {s} do not close shortest paths")
 
 
 def add(case, method, seconds, scipy_s, note=""):
@@ -274,11 +285,24 @@ def main() -> None:
     del block
     add(od_case, "mgapsp RPHAST kernel (GPU, sweep restricted to the targets)", k,
         scipy_od, f"{sweep.arcs / h.arcs:.1%} of the hierarchy's arcs swept")
+    k, _times, (block, pred, _) = gpu_time(
+        lambda: phast.phast_batch(dh, many, predecessors=True), repeats=args.repeats)
+    at = np.searchsorted(many, sample[:CHECK])
+    got, got_pred = cupy.asnumpy(block[at]), cupy.asnumpy(pred[at])
+    check({int(s): got[i] for i, s in enumerate(sample[:CHECK])}, ref_many,
+          "phast kernel with predecessors")
+    check_predecessors(graph, sample[:CHECK], got, got_pred)
+    del block, pred
+    add(many_case, "mgapsp phast kernel with predecessors (GPU)", k, scipy_many)
     d32 = device.upload_graph(graph, np.float32)
     k, _times, (block, _, _) = gpu_time(lambda: bellman_ford.bellman_ford_batch(d32, many),
                                         repeats=3)
     del block
     add(many_case, "mgapsp bellman-ford kernel (GPU)", k, scipy_many)
+    k, _times, (block, pred, _) = gpu_time(
+        lambda: bellman_ford.bellman_ford_batch(d32, many, predecessors=True), repeats=3)
+    del block, pred
+    add(many_case, "mgapsp bellman-ford kernel with predecessors (GPU)", k, scipy_many)
     labels = graph.labels
     w, got = median_wall(lambda: mgapsp.apsp(graph, backend="gpu", algorithm="phast",
                                              sources=labels[many]), args.repeats)
