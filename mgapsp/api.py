@@ -52,9 +52,9 @@ def apsp(graph, *, out=None, algorithm: str = "auto", backend: str = "auto",
         ``phast``: a contraction hierarchy built once per graph (seconds for a road
         network of a few hundred thousand vertices, kept for the process's next
         calls), then one sweep per batch; for road-like graphs with non-negative
-        weights (positive ones for predecessors).  ``auto`` picks it on the GPU once the graph's
-        hierarchy is built (by an earlier phast call of this process, or a phast
-        job whose store lay in the same folder).
+        weights (positive ones for predecessors).  ``auto`` picks it on the GPU once
+        the graph's hierarchy is built (by an earlier phast call of this process, or a
+        phast job whose store lay in the same folder).
     backend : {"auto", "gpu", "cpu"}
         ``auto`` uses the GPU when CUDA devices are visible.
     dtype : {"auto", "float32", "float64"}

@@ -114,8 +114,7 @@ class GPUBackend(Backend):
                 f"{graph.min_weight:g}; use johnson or bellman-ford")
 
     @staticmethod
-    def _check_predecessors(dtype: np.dtype, predecessors: bool,
-                            algorithm: str = "") -> None:
+    def _check_predecessors(dtype: np.dtype, predecessors: bool) -> None:
         if predecessors and dtype != np.float32:
             raise UnsupportedError(
                 f"the gpu backend gives predecessors with dtype float32 only, not {dtype}; "
@@ -211,7 +210,7 @@ class GPUBackend(Backend):
         self._check_algorithm(algorithm)
         self._check_weights(graph, algorithm)
         dt = _float_dtype(dtype)
-        self._check_predecessors(dt, predecessors, algorithm)
+        self._check_predecessors(dt, predecessors)
         src = self._check_sources(graph, sources)
         n, B = graph.n, len(src)
         if B == 0:
@@ -345,7 +344,7 @@ class GPUBackend(Backend):
         buffers while the next batch computes (:mod:`mgapsp.cuda.host_copy`)."""
         self._check_algorithm(algorithm)         # before the output is touched
         self._check_weights(graph, algorithm)
-        self._check_predecessors(_float_dtype(dist.dtype), pred is not None, algorithm)
+        self._check_predecessors(_float_dtype(dist.dtype), pred is not None)
         with gpu.caller_stream(), host_copy.HostCopier(dist, pred) as copier:
             for lo in range(0, len(sources), batch_size):
                 hi = min(lo + batch_size, len(sources))
