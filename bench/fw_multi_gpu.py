@@ -92,6 +92,14 @@ def measure(kind, graph, warm, gpus, repeats, scratch, rng):
                          "gpu_busy": rep.gpu_busy(), "write_s": dict(rep.worker_write_s),
                          "per_worker": dict(rep.per_worker), "stored_bytes": rep.stored_bytes,
                          "batch_size": rep.plan.batch_size, "max_rel_err": err,
+                         "marks": dict(rep.marks),
+                         # each batch: on the client's clock from the batches' start
+                         "batch_times": [
+                             {"worker": b["worker"], "rows": b["rows"],
+                              "compute_s": b["compute_s"], "stage_s": b["stage_s"],
+                              "write_s": b["write_s"],
+                              "written": b["written"] - rep.started}
+                             for b in rep.batches],
                          "ranks_detail": [{k: v for k, v in x.items() if k.endswith("_s")
                                            or k in ("rank", "rows", "seconds",
                                                     "reused_communicator")}
@@ -99,6 +107,10 @@ def measure(kind, graph, warm, gpus, repeats, scratch, rng):
             print(f"  {kind} {gpus} GPU(s) run {r}: {rep.seconds:.3f} s end to end "
                   f"(FW {fwr['seconds']:.3f} s, {fwr['method']}, {fwr['exchange']}), "
                   f"max rel err {err:.1e}, client info {fwr['info_s']:.3f} s", flush=True)
+            for b in runs[-1]["batch_times"]:
+                print(f"    batch on {b['worker'][-5:]}: rows {b['rows']}, stage "
+                      f"{b['stage_s']:.3f}, write {b['write_s']:.3f}, written at "
+                      f"{b['written']:.3f} s", flush=True)
             for x in runs[-1]["ranks_detail"]:
                 print("    rank", ", ".join(f"{k} {v:.3f}" if isinstance(v, float) else
                                            f"{k} {v}" for k, v in x.items()), flush=True)

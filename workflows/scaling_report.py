@@ -79,6 +79,7 @@ def summarize(workers, reports, threads, batch_size) -> dict:
     report = sorted(reports, key=lambda r: r.seconds)[(len(reports) - 1) // 2]
     gpu = report.gpu_busy()
     ends = report.idle_ends()
+    tail = report.tail()
     return {"workers": workers, "rows": report.rows_run, "seconds": report.seconds,
             "rows_per_s": report.rows_per_second, "batches": report.batches_run,
             "batch_size": batch_size, "per_worker": dict(report.per_worker),
@@ -89,6 +90,7 @@ def summarize(workers, reports, threads, batch_size) -> dict:
             "store_threads": {w: t[0] for w, t in threads.items()},
             "stored_bytes": report.stored_bytes, "seconds_all": runs,
             "idle_ends_s": list(ends) if ends else None,
+            "tail_s": list(tail) if tail else None,
             "setup_s": float(np.median([r.setup_s for r in reports]))}
 
 
@@ -210,6 +212,8 @@ def main(argv=None) -> int:
                  if p["gpu_busy_mean"] is not None else "")
               + (", idle ends {:.1f} and {:.1f} ms".format(*(1e3 * v for v in p["idle_ends_s"]))
                  if p["idle_ends_s"] else "")
+              + (" (writes {:.1f}, notice and record {:.1f})".format(
+                  *(1e3 * v for v in p["tail_s"])) if p["tail_s"] else "")
               + (f", ceiling x{p['ceiling']:.2f}" if p["ceiling"] is not None else ""),
               flush=True)
     what = [args.algorithm, args.dtype] + (["predecessors"] if args.predecessors else [])

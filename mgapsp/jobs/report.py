@@ -104,6 +104,20 @@ class JobReport:
         return (min(max(first, 0.0), self.seconds), min(max(last, 0.0), self.seconds))
 
 
+    def tail(self) -> tuple[float, float] | None:
+        """The job's end after its last kernels (:meth:`idle_ends`' second term) in two:
+        seconds until the last batch's rows were written (its compression and writes,
+        on the worker's clock), and from there to the job's end (Dask's notice to the
+        client, the store's last record).  None where no batch computed."""
+        ends = self.idle_ends()
+        written = [b["written"] for b in self.batches if "written" in b]
+        if ends is None or not written:
+            return None
+        end = self.started + self.seconds
+        writes = min(max(max(written) - (end - ends[1]), 0.0), ends[1])
+        return (writes, ends[1] - writes)
+
+
 def _covered(spans) -> float:
     """Seconds covered by the union of ``(start, end)`` spans."""
     total, end = 0.0, float("-inf")

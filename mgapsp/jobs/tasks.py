@@ -152,7 +152,8 @@ def run_batch(store_path: str, fingerprint: str, run: str, batch: int, start: in
     t2 = time.perf_counter()
     return _plain({"batch": batch, "rows": stop - start, "compute_s": t1 - t0,
                    "load_s": load_s, "queued_s": queued_s, "computing": computing, "write_s": t2 - t1,
-                   "stage_s": written["copy_s"], "worker": worker_name(),
+                   "stage_s": written["copy_s"], "written": time.time(),
+                   "worker": worker_name(),
                    "backend": backend, "stored_bytes": written["bytes"],
                    **(result.stats or {})})
 
