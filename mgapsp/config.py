@@ -73,6 +73,11 @@ KNOBS: dict[str, Knob] = {
     "store.store-threads": Knob(
         4, int, "threads that write frames compressed on the GPU (more only hold the "
         "interpreter lock that kernel launches wait for)", alias="MGAPSP_STORE_THREADS"),
+    "store.idle-store-threads": Knob(
+        16, int, "threads of one host that store frames compressed on the GPU while no "
+        "batch of their worker computes (a job's last batches, a slab's rows), shared "
+        "among the host's GPU workers; more slowed the page cache's writes on a "
+        "two-GPU host"),
     "store.chunk-elements": Knob(
         16 * 2**20, int, "values in one stored chunk: files large enough for parallel "
         "file systems, small enough to read a row cheaply"),

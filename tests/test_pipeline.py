@@ -542,6 +542,35 @@ def test_idle_ends_are_the_job_before_and_after_every_batch_computing():
     assert report.idle_ends() == (0.0, 0.0)
 
 
+def test_the_tail_splits_into_the_last_writes_and_the_record():
+    """After the last kernels: until the last batch's rows were written, then Dask's
+    notice and the store's record."""
+    from mgapsp.jobs.report import JobReport
+
+    report = JobReport(plan=None, store=None, seconds=10.0, started=100.0)
+    report.computing = {"a": [(101.0, 107.0)], "b": [(102.0, 108.0)]}
+    report.batches = [{"written": 107.5}, {"written": 109.25}]
+    assert report.tail() == pytest.approx((1.25, 0.75))
+    report.batches = [{"written": 111.0}]           # a worker's clock ahead: clamped
+    assert report.tail() == pytest.approx((2.0, 0.0))
+    report.batches = []
+    assert report.tail() is None
+
+
+def test_writes_take_every_thread_only_while_no_batch_computes():
+    """A batch writes wide (every thread of the process's share) only while no batch
+    of its process computes on the GPU or waits to; a failed batch leaves the count."""
+    from mgapsp.jobs.tasks import _Computing
+
+    computing = _Computing()
+    assert computing.idle()
+    with computing.batch():
+        assert not computing.idle()
+    with pytest.raises(RuntimeError), computing.batch():
+        raise RuntimeError("a kernel failed")
+    assert computing.idle()
+
+
 def test_a_run_reports_its_idle_ends(cpu_client, data_dir, tmp_path):
     """A real job: every worker's computing spans are kept (CPU ones too, which are no
     GPU's busy share), and its two idle ends fall inside it."""
@@ -555,3 +584,5 @@ def test_a_run_reports_its_idle_ends(cpu_client, data_dir, tmp_path):
     assert 0 < first and 0 < last and first + last < report.seconds
     # the store's last record comes after every batch's kernels
     assert last >= report.seconds - report.marks["recorded"]
+    writes, record = report.tail()
+    assert writes >= 0 and record > 0 and writes + record == pytest.approx(last)

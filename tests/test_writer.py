@@ -192,6 +192,21 @@ def test_store_threads(monkeypatch):
         writer.store_threads()
 
 
+def test_idle_store_threads_are_the_hosts_share(monkeypatch):
+    """While no kernel waits, a GPU worker stores with its share of the host's idle
+    store threads: never fewer than its store threads, never more than its write
+    threads."""
+    monkeypatch.delenv("MGAPSP_STORE_THREADS", raising=False)
+    monkeypatch.setenv("MGAPSP_WRITE_THREADS", "64")
+    host = config.KNOBS["store.idle-store-threads"].default
+    for gpus in (1, 2, 8):
+        monkeypatch.setenv("CUDA_VISIBLE_DEVICES", ",".join(map(str, range(gpus))))
+        assert writer.idle_store_threads() == max(host // gpus, writer.store_threads())
+    monkeypatch.setenv("MGAPSP_WRITE_THREADS", "6")
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0")
+    assert writer.idle_store_threads() == 6
+
+
 def test_attributes_written_as_zarr_writes_them(tmp_path):
     """The direct update writes the very zarr.json that Zarr's own update writes, and
     the open group sees the new attributes; a store that is not local goes through
@@ -243,6 +258,32 @@ def test_device_blocks_match_host_blocks(tmp_path, monkeypatch, stage_bytes):
         assert (_chunk_files(tmp_path / f"{dtype}-ours.zarr")
                 == _chunk_files(tmp_path / f"{dtype}-zarrs.zarr"))
         np.testing.assert_array_equal(dev[:], host[:])
+
+
+@pytest.mark.gpu
+def test_wide_writes_store_the_same_shards(tmp_path, monkeypatch):
+    """Frames made on the GPU and stored by the idle pool (``wide``: a job's last
+    batches, a slab's rows) make the same shard files as through the store pool, in
+    pieces across more threads."""
+    import cupy
+
+    from mgapsp.cuda import staging
+
+    monkeypatch.setattr(store_files, "PIECE_BYTES", 4096)     # many pieces a span
+    pools = []
+    real = writer._pool
+    monkeypatch.setattr(writer, "_pool", lambda kind, gpu: pools.append(kind) or real(kind, gpu))
+    rng = np.random.default_rng(5)
+    shape, chunks = (48, 4000), (16, 500)
+    narrow, wide = _pair(tmp_path, "w", shape, chunks, "float32", np.nan,
+                         [COMPRESSIONS["lz4"]], shards=(16, 4000))
+    for start in range(0, shape[0], chunks[0]):
+        block = cupy.asarray(_block(rng, chunks[0], shape[1], "float32"))
+        writer.write_block(narrow, start, block, staging)
+        writer.write_block(wide, start, block, staging, wide=True)
+    assert pools == ["store", "idle"] * 3
+    assert _chunk_files(tmp_path / "w-ours.zarr") == _chunk_files(tmp_path / "w-zarrs.zarr")
+    np.testing.assert_array_equal(narrow[:], wide[:])
 
 
 def test_local_store_files_written_whole(tmp_path):

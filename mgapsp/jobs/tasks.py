@@ -82,6 +82,33 @@ def _graph(job: _Run, fingerprint: str) -> Graph:
         return _GRAPHS[fingerprint]
 
 
+class _Computing:
+    """The batches of this process that compute on its GPU or wait to: while there are
+    none, a batch's writes may take every thread (no kernel launch waits for the
+    interpreter), as the last batches of a job and the rows of a slab do."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self.count = 0
+
+    @contextlib.contextmanager
+    def batch(self):
+        with self._lock:
+            self.count += 1
+        try:
+            with _gpu_slot():
+                yield
+        finally:
+            with self._lock:
+                self.count -= 1
+
+    def idle(self) -> bool:
+        return self.count == 0
+
+
+_COMPUTING = _Computing()
+
+
 def _gpu_slot() -> threading.BoundedSemaphore:
     """At most ``mgapsp.gpu.computing-batches`` batches compute at once on this
     process's GPU; the worker's other threads write finished blocks meanwhile."""
@@ -132,7 +159,7 @@ def run_batch(store_path: str, fingerprint: str, run: str, batch: int, start: in
             hierarchy.for_graph(graph, hierarchy_dir(store_path))
         load_s = time.perf_counter() - t0
         # a GPU block stays on the device: the writer cuts (and compresses) it there
-        slot = _gpu_slot() if backend == "gpu" else contextlib.nullcontext()
+        slot = _COMPUTING.batch() if backend == "gpu" else contextlib.nullcontext()
         t = time.perf_counter()
         with slot:
             queued_s = time.perf_counter() - t
@@ -145,7 +172,8 @@ def run_batch(store_path: str, fingerprint: str, run: str, batch: int, start: in
     result.distances = impl.columns(result, job.targets)
     t1 = time.perf_counter()
     written = job.store.write_block(start, result.distances, result.predecessors,
-                                    staging=impl.staging, guard=job.guard)
+                                    staging=impl.staging, guard=job.guard,
+                                    wide=_COMPUTING.idle())
     if job.store.workers_mark_batches:
         # after its rows: a flag always means written
         job.store.mark_batch(batch, guard=job.guard)

@@ -393,7 +393,7 @@ class Store:
 
     # -- writing (workers: blocks; client: progress) -------------------------
     def write_block(self, start: int, distances, predecessors=None, *,
-                    staging=None, guard=None) -> dict:
+                    staging=None, guard=None, wide: bool = False) -> dict:
         """Write rows ``start .. start + len(distances)``: whole chunks, from a worker.
 
         The blocks are NumPy arrays, or device arrays that ``staging`` handles (see
@@ -402,10 +402,11 @@ class Store:
         """
         from .writer import write_block
 
-        stats = write_block(self.array("distances"), start, distances, staging, guard)
+        stats = write_block(self.array("distances"), start, distances, staging, guard,
+                            wide)
         if predecessors is not None:
             more = write_block(self.array("predecessors"), start, predecessors, staging,
-                               guard)
+                               guard, wide)
             stats = {k: stats[k] + more[k] for k in stats}
         return stats
 

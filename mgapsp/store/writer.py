@@ -45,6 +45,7 @@ from .. import config
 from .files import _ChunkFiles, _Layout, _ShardRow, _write_file
 
 __all__ = ["write_block", "write_chunk", "write_threads", "store_threads",
+           "idle_store_threads",
            "update_attributes"]
 
 
@@ -74,9 +75,14 @@ def write_threads(gpu: bool = True) -> int:
         cores = len(os.sched_getaffinity(0))
     except AttributeError:  # pragma: no cover - not Linux
         cores = os.cpu_count() or 1
+    return max(1, cores // _sharing())
+
+
+def _sharing() -> int:
+    """The GPUs of the host's cluster (``CUDA_VISIBLE_DEVICES`` lists them, as dask-cuda
+    sets it), at least 1."""
     visible = os.environ.get("CUDA_VISIBLE_DEVICES") or ""
-    sharing = len([v for v in visible.split(",") if v.strip()])
-    return max(1, cores // max(sharing, 1))
+    return max(1, len([v for v in visible.split(",") if v.strip()]))
 
 
 def store_threads(gpu: bool = True) -> int:
@@ -85,12 +91,22 @@ def store_threads(gpu: bool = True) -> int:
     return min(config.get("store.store-threads"), write_threads(gpu))
 
 
+def idle_store_threads(gpu: bool = True) -> int:
+    """Threads that store frames made on the GPU while no batch of this process
+    computes: its share of ``mgapsp.store.idle-store-threads`` among the host's GPUs, at
+    least :func:`store_threads`, at most :func:`write_threads`."""
+    share = config.get("store.idle-store-threads") // _sharing()
+    return min(max(share, store_threads(gpu)), write_threads(gpu))
+
+
 def _pool(kind: str, gpu: bool) -> _Pool:
-    """This process's pool of ``write`` threads (host compression) or of ``store``
-    threads (frames made on the GPU)."""
+    """This process's pool of ``write`` threads (host compression), of ``store``
+    threads (frames made on the GPU) or of ``idle`` ones (the same, while no kernel
+    waits)."""
     with _POOL_LOCK:
         if kind not in _POOLS:
-            n = write_threads(gpu) if kind == "write" else store_threads(gpu)
+            n = {"write": write_threads, "store": store_threads,
+                 "idle": idle_store_threads}[kind](gpu)
             _POOLS[kind] = _Pool(n, f"mgapsp-{kind}")
         return _POOLS[kind]
 
@@ -165,7 +181,8 @@ def _host_tile(block: np.ndarray, j: int, cr: int, cc: int, fill) -> np.ndarray:
     return tile
 
 
-def write_block(arr: zarr.Array, start: int, block, staging=None, guard=None) -> dict:
+def write_block(arr: zarr.Array, start: int, block, staging=None, guard=None,
+                wide: bool = False) -> dict:
     """Write ``block`` as rows ``start ..`` of ``arr``, whole chunks (whole shards,
     where the array's shards are rows of chunks).
 
@@ -176,7 +193,11 @@ def write_block(arr: zarr.Array, start: int, block, staging=None, guard=None) ->
     ``start`` must be a multiple of the row chunk; the block must end at a chunk
     boundary or at the array's last row.  ``guard()`` is called right before each
     file is put in place; it raises to refuse the write (see
-    :class:`mgapsp.store.lock.RunGuard`), and the files are then left out.  Returns ``{"copy_s", "encode_s", "bytes"}``:
+    :class:`mgapsp.store.lock.RunGuard`), and the files are then left out.  ``wide``
+    says that no kernel of this process waits for the interpreter meanwhile (a job's
+    last batches, the rows of a Floyd-Warshall slab): frames made on the device are then
+    stored by the idle pool (:func:`idle_store_threads`), rather than by the few store
+    threads.  Returns ``{"copy_s", "encode_s", "bytes"}``:
     seconds cutting and copying the block to the host, seconds until every chunk was
     stored after that, and the stored bytes.
     """
@@ -198,7 +219,8 @@ def write_block(arr: zarr.Array, start: int, block, staging=None, guard=None) ->
         arr[start:stop, :] = host
         return {"copy_s": 0.0, "encode_s": time.perf_counter() - t0, "bytes": 0}
     gpu_frames = device and _device_frames(lay, staging)
-    pool = _pool("store" if gpu_frames else "write", gpu=staging is not None)
+    pool = _pool(("idle" if wide else "store") if gpu_frames else "write",
+                 gpu=staging is not None)
     i = start // cr
     n_chunks = -(-arr.shape[1] // cc)
     row = _ShardRow(lay, i, guard) if lay.shard is not None else _ChunkFiles(lay, i, guard)
