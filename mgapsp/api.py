@@ -15,8 +15,9 @@ from .errors import InsufficientMemoryError, MgapspError, UnsupportedError, quot
 from .graph import Graph
 from .jobs.cluster import connect, one_process
 from .jobs.driver import run_job
+from .jobs.progress import ProgressBar
 from .memory import available_memory
-from .plan import plan_job, small_job
+from .plan import choose_dtype, plan_job, small_job
 from .readers import as_graph
 from .results import Result
 
@@ -35,14 +36,17 @@ def apsp(graph, *, out=None, algorithm: str = "auto", backend: str = "auto",
          batch_size: int | None = None,
          predecessors: bool = False, client=None, resume: bool = False,
          overwrite: bool = False, directed: bool | None = None,
-         unweighted: bool = False, weight="weight", compression: str = "lz4",
-         shards: bool = True):
+         unweighted: bool = False, weight="weight", source="source", target="target",
+         compression: str = "lz4", shards: bool = True, progress: bool = False):
     """All-pairs (or many-to-all) shortest-path distances.
 
     Parameters
     ----------
-    graph : Graph, path, SciPy sparse matrix, ndarray, networkx graph or edge tuple
-        See :func:`mgapsp.readers.as_graph`.  Paths are read with :func:`read_graph`.
+    graph : Graph, path, SciPy sparse matrix, ndarray, list of lists, masked array,
+            networkx graph, data frame or edge tuple
+        See :func:`mgapsp.readers.as_graph`.  Paths are read with :func:`read_graph`;
+        a data frame (pandas, pyarrow, anything with ``__dataframe__``) is an edge
+        list, one row an edge (``source``, ``target``, ``weight``).
     out : path, optional
         Zarr store to fill.  Given: the job runs on Dask (``client``, or an embedded
         cluster started for the call) and the store is returned as a :class:`~mgapsp.Result`.
@@ -62,10 +66,16 @@ def apsp(graph, *, out=None, algorithm: str = "auto", backend: str = "auto",
         every path sum stays within 2**24, else float64.
     sources : label or 1-D sequence of labels, optional
         Rows to compute, as the vertices' labels in the input (``None``: every vertex).
-        Integer labels may be given as integers, as text (``"7"``) or as integral
-        floats (``2.0`` is 2); a fractional or non-finite float (``1.5``, NaN) is an
-        unknown label, never rounded.  Booleans, nested (2-D) sequences, sets and
-        other objects that are no label raise :class:`MgapspError`.
+        One label (``sources=3``) gives one row, 1-D, as SciPy's ``indices=3`` does: the
+        result has shape ``(len(targets),)``, predecessors ``(n,)``; a sequence gives
+        2-D rows, ``[]`` none (shape ``(0, len(targets))``).  Integer labels may be
+        given as integers, as text (``"7"``) or as integral floats (``2.0`` is 2); a
+        fractional or non-finite float (``1.5``, NaN) is an unknown label, never
+        rounded.  Where the graph's labels are Python objects (a NetworkX graph's
+        tuples, such as ``grid_2d_graph``'s), a tuple is one label, ``(0, 0)``; pass
+        several in a list, ``[(0, 0), (1, 2)]``; labels are then found as they are
+        (``"(0, 0)"`` is text, no tuple).  Booleans, nested (2-D) sequences of other
+        graphs, sets and other objects that are no label raise :class:`MgapspError`.
     targets : label or 1-D sequence of labels, optional
         Columns to keep (``None``: every vertex), read as ``sources``; many-to-many
         distances.
@@ -79,7 +89,12 @@ def apsp(graph, *, out=None, algorithm: str = "auto", backend: str = "auto",
         What to do with an existing store at ``out``.
     weight : str or callable
         For a NetworkX graph: the edge attribute holding the weight (1 where missing)
-        or ``weight(u, v, data)``, as in NetworkX (see :func:`mgapsp.as_graph`).
+        or ``weight(u, v, data)``, as in NetworkX (see :func:`mgapsp.as_graph`).  For
+        a data frame: the column of the weights (every edge weighs 1 where the frame
+        has no column ``"weight"``; a column named otherwise must exist).
+    source, target : str
+        For a data frame: the columns of the edges' ends (their labels), as in
+        NetworkX's ``from_pandas_edgelist`` (cuGraph's ``destination`` is ``target``).
     compression : {"lz4", "zstd", "none"}
         Codec of a new store's distance (and predecessor) chunks: Blosc with
         bit-shuffle and lz4 (fast) or zstd (smaller), or none.
@@ -87,11 +102,15 @@ def apsp(graph, *, out=None, algorithm: str = "auto", backend: str = "auto",
         A new store keeps each batch's rows in one file, a Zarr shard of the batch's
         chunks (as cluster file systems want: few, large files); ``False`` writes a
         file per chunk.
+    progress : bool
+        Show the rows done, rows/s and time left on standard error while the rows are
+        computed (the line ``mgapsp run`` prints), in this process or on ``client``.
 
     Returns
     -------
     Result (the store, read by label: :class:`mgapsp.Result`), or ndarray of shape
-    (len(sources), len(targets)) (a pair with predecessors)
+    (len(sources), len(targets)), or (len(targets),) for one source label (a pair with
+    predecessors)
 
     Raises
     ------
@@ -102,47 +121,97 @@ def apsp(graph, *, out=None, algorithm: str = "auto", backend: str = "auto",
     MgapspError
         Bad input, an impossible option, or a store that would be overwritten.
     """
-    sources = _checked_labels(sources, "sources")
-    targets = _checked_labels(targets, "targets")
-    g = as_graph(graph, directed=directed, unweighted=unweighted, weight=weight)
+    g = as_graph(graph, directed=directed, unweighted=unweighted, weight=weight,
+                 source=source, target=target)
+    sources, one_row = _checked_labels(sources, "sources", g)
+    targets, _ = _checked_labels(targets, "targets", g)
     options = dict(algorithm=algorithm, dtype=dtype, sources=sources, targets=targets,
                    batch_size=batch_size, predecessors=predecessors)
+    if out is None:
+        empty = _empty_answer(g, sources, targets, dtype, predecessors)
+        if empty is not None:
+            return _rows(empty, one_row, predecessors)
+    elif g.n == 0:
+        raise MgapspError("the graph has no vertices: there is nothing to store")
+    bar = ProgressBar(enabled=progress)
     if out is None and client is None:
-        return _in_process(g, backend=resolve_backend(backend), **options)
+        answer = _in_process(g, backend=resolve_backend(backend), bar=bar, **options)
+        bar.finish()
+        return _rows(answer, one_row, predecessors)
+    watch = dict(on_start=lambda report: bar.start(report.plan.n_sources),
+                 on_progress=lambda report, done, total: bar.update(done, report.rows_run))
     if out is None:
         tmp = tempfile.mkdtemp(prefix="mgapsp-")
         try:
             path = os.path.join(tmp, "result.zarr")
-            run_job(g, path, client, backend=backend, **options)
+            run_job(g, path, client, backend=backend, **watch, **options)
+            bar.finish()
             stored = Result(path)
             dist = stored.distances()
             if predecessors:
-                return dist, stored.group["predecessors"][:]
-            return dist
+                return _rows((dist, stored.group["predecessors"][:]), one_row, True)
+            return _rows(dist, one_row, False)
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
     if client is not None:
         run_job(g, out, client, backend=backend, resume=resume, overwrite=overwrite,
-                compression=compression, shards=shards, **options)
+                compression=compression, shards=shards, **watch, **options)
     else:
         backend = resolve_backend(backend)
-        n_sources = g.n if sources is None else np.atleast_1d(np.asarray(sources)).size
+        n_sources = g.n if sources is None else len(sources)
         alone = one_process(backend, small=small_job(g, n_sources))
         with connect(backend=backend, processes=not alone) as own:
             run_job(g, out, own, backend=backend, resume=resume, overwrite=overwrite,
-                    compression=compression, shards=shards, **options)
+                    compression=compression, shards=shards, **watch, **options)
+    bar.finish()
     return Result(out)
 
 
-def _checked_labels(values, what: str):
-    """``sources`` or ``targets`` as given, once their shape and kind are checked: one
-    label, or a flat sequence of labels (integers, strings, floats, which the graph's
-    lookup reads); whether each is a vertex is the graph's to say."""
-    if values is None:
+def _rows(answer, one_row: bool, predecessors: bool):
+    """The answer for one source label as SciPy gives it for a scalar ``indices``: its
+    row, 1-D (both arrays' with predecessors)."""
+    if not one_row:
+        return answer
+    return (answer[0][0], answer[1][0]) if predecessors else answer[0]
+
+
+def _empty_answer(graph: Graph, sources, targets, dtype: str, predecessors: bool):
+    """SciPy's empty answer where there is no row or no column to compute (no source
+    asked for, or a graph without vertices), once every label given is found; else
+    None."""
+    rows = graph.n if sources is None else len(sources)
+    cols = graph.n if targets is None else len(targets)
+    if rows and cols:
         return None
+    for labels, what in ((sources, "source"), (targets, "target")):
+        if labels is not None and len(labels):
+            graph.index_of(labels, what=what)
+    dist = np.empty((rows, cols), dtype=choose_dtype(graph, dtype)[0])
+    if predecessors:
+        return dist, np.empty((rows, graph.n), dtype=np.int32)
+    return dist
+
+
+def _checked_labels(values, what: str, graph: Graph):
+    """``sources`` or ``targets`` once their shape and kind are checked, and whether
+    they are one label (which gives 1-D rows, as SciPy's scalar ``indices``): one
+    label, or a flat sequence of labels (integers, strings, floats, which the graph's
+    lookup reads); whether each is a vertex is the graph's to say.  Where the graph's
+    labels are objects, a tuple is one label and a list holds labels."""
+    if values is None:
+        return None, False
     if isinstance(values, (set, frozenset, dict)):
         raise MgapspError(f"{what} must be one label or a sequence of labels in order, "
                           f"got a {type(values).__name__}")
+    if graph.object_labels:
+        if isinstance(values, np.ndarray) and values.ndim > 1:   # tuples made columns
+            raise MgapspError(f"{what} must be one label or a list of labels, got an "
+                              f"array of shape {values.shape}; pass tuples in a list")
+        if isinstance(values, (list, np.ndarray)):
+            items = (list(np.asarray(values, dtype=object).ravel())
+                     if isinstance(values, np.ndarray) else values)
+            return np.fromiter(items, dtype=object, count=len(items)), False
+        return np.fromiter([values], dtype=object, count=1), True
     try:
         arr = np.asarray(values)
     except (TypeError, ValueError):
@@ -164,11 +233,13 @@ def _checked_labels(values, what: str):
         if v is None or isinstance(v, (list, tuple, dict, set, frozenset, complex,
                                        np.ndarray)):
             raise MgapspError(f"{what} hold {quote(v)}, which is no vertex label")
-    return values
+    if arr.ndim == 0:
+        return [values], True
+    return values, False
 
 
 def _in_process(graph: Graph, *, backend, algorithm, dtype, sources, targets, batch_size,
-                predecessors):
+                predecessors, bar: ProgressBar):
     impl = get_backend(backend)
     ready = algorithm == "auto" and backend == "gpu" and hierarchy.known(graph)
 
@@ -195,16 +266,19 @@ def _in_process(graph: Graph, *, backend, algorithm, dtype, sources, targets, ba
             needed, free, "pass out= to stream the rows into a Zarr store instead")
     dist = np.empty(shape, dtype=plan.dtype)
     pred = np.empty((plan.n_sources, graph.n), dtype=np.int32) if predecessors else None
+    bar.start(plan.n_sources)
     if graph.m == 0:            # no edges: each vertex reaches itself only
         dist.fill(np.inf)
         cols = np.arange(graph.n) if plan.targets is None else plan.targets
         dist[plan.sources[:, None] == cols[None, :]] = 0
         if predecessors:
             pred.fill(-1)
+        bar.update(plan.n_sources, plan.n_sources)
         return (dist, pred) if predecessors else dist
     potentials = impl.potentials(graph) if graph.has_negative_weights else None
     impl.fill_rows(graph, plan.sources, dist, pred, batch_size=plan.batch_size,
-                   algorithm=plan.algorithm, potentials=potentials, columns=plan.targets)
+                   algorithm=plan.algorithm, potentials=potentials, columns=plan.targets,
+                   on_rows=lambda done: bar.update(done, done))
     return (dist, pred) if predecessors else dist
 
 

@@ -157,6 +157,7 @@ def run(graph, out, fmt, directed, unweighted, weight_column, algorithm, backend
     from .api import resolve_backend
     from .jobs.cluster import connect, one_process, tls_security
     from .jobs.driver import run_job
+    from .jobs.progress import ProgressBar
     from .plan import small_job
     from .readers import read_graph
     from .store import StoreLock, check_target, new_run_id, store_size
@@ -188,7 +189,7 @@ def run(graph, out, fmt, directed, unweighted, weight_column, algorithm, backend
     if gpus is not None and (attached or backend != "gpu"):
         raise MgapspError("--gpus picks the devices of the embedded GPU cluster; it does "
                           "not apply to the cpu backend or an attached cluster")
-    bar = _Progress(enabled=not quiet)
+    bar = ProgressBar(enabled=not quiet)
 
     def on_start(report):
         p = report.plan
@@ -222,7 +223,7 @@ def run(graph, out, fmt, directed, unweighted, weight_column, algorithm, backend
                              compression=compression, shards=shards,
                              resume=resume, overwrite=overwrite, lock=lock,
                              on_start=on_start,
-                             on_progress=lambda r, done, total: bar.update(done, r))
+                             on_progress=lambda r, done, total: bar.update(done, r.rows_run))
         n_workers = len(client.scheduler_info(n_workers=-1)["workers"])
     bar.finish()
     _summary(out, report, n_workers, store_size(out))
@@ -431,57 +432,6 @@ def path(store, u, v):
         sys.exit(1)
     click.echo(" -> ".join(str(x) for x in hops))
     click.echo(f"distance {result.distance(u, v):g}, {len(hops) - 1} edges")
-
-
-class _Progress:
-    """Rows done, rows/s and time left, on one line of a terminal (or every 10%)."""
-
-    def __init__(self, enabled=True, stream=None):
-        self.stream = stream or sys.stderr
-        self.enabled = enabled
-        self.tty = self.stream.isatty()
-        self.total = 0
-        self.t0 = time.perf_counter()
-        self.start_rows = None
-        self.last_step = -1
-
-    def start(self, total):
-        self.total = total
-        self.t0 = time.perf_counter()
-
-    def update(self, done, report):
-        if not self.enabled or not self.total:
-            return
-        if self.start_rows is None:
-            self.start_rows = done - report.rows_run
-        elapsed = time.perf_counter() - self.t0
-        rate = report.rows_run / elapsed if elapsed > 0 else 0.0
-        left = (self.total - done) / rate if rate > 0 else float("inf")
-        frac = done / self.total
-        text = (f"  {done:,}/{self.total:,} rows ({frac:.0%}) {rate:,.0f} rows/s, "
-                f"{_fmt_time(left)} left")
-        if self.tty:
-            width = 24
-            filled = int(width * frac)
-            self.stream.write(f"\r[{'#' * filled}{'.' * (width - filled)}]{text}   ")
-            self.stream.flush()
-        elif int(frac * 10) > self.last_step:
-            self.last_step = int(frac * 10)
-            self.stream.write(text + "\n")
-
-    def finish(self):
-        if self.enabled and self.tty:
-            self.stream.write("\n")
-
-
-def _fmt_time(seconds: float) -> str:
-    if seconds == float("inf"):
-        return "?"
-    if seconds < 60:
-        return f"{seconds:.0f} s"
-    if seconds < 3600:
-        return f"{seconds / 60:.1f} min"
-    return f"{seconds / 3600:.1f} h"
 
 
 if __name__ == "__main__":  # pragma: no cover

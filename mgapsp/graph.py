@@ -58,8 +58,10 @@ class Graph:
         False when every weight is the implicit 1 of an unweighted input.
     vertex_ids : ndarray, shape (n,)
         The label of each vertex in the input: int64 (any 64-bit integers; ``index +
-        1`` for formats that declare ``n``) or strings; also :attr:`labels`.  Memory
-        follows the vertices that exist, never the largest label.
+        1`` for formats that declare ``n``), uint64 (integers from 2**63 to 2**64 - 1,
+        none negative), strings, or Python objects (a NetworkX graph's hashable nodes,
+        such as tuples); also :attr:`labels`.  Memory follows the vertices that exist,
+        never the largest label.
     name : str
         A label for messages and the store (usually the file name).
     """
@@ -79,19 +81,22 @@ class Graph:
         self.weights = np.ascontiguousarray(self.weights, dtype=np.float64)
         if self.vertex_ids is None:
             self.vertex_ids = np.arange(self.n, dtype=np.int64)
-        self.vertex_ids = _label_array(self.vertex_ids)
+        self.vertex_ids = _label_array(self.vertex_ids, objects=True)
         if len(self.vertex_ids) != self.n:
             raise ValueError(f"{len(self.vertex_ids)} labels for {self.n} vertices")
 
     @property
     def labels(self) -> np.ndarray:
-        """The label of each vertex (int64 or str), indexed by internal index."""
+        """The label of each vertex (int64, uint64, str or object), indexed by
+        internal index."""
         return self.vertex_ids
 
     @property
-    def text_labels(self) -> bool:
-        """True where the labels are strings rather than integers."""
-        return self.vertex_ids.dtype.kind != "i"
+    def object_labels(self) -> bool:
+        """True where the labels are Python objects (tuples, mixed kinds): then a
+        tuple given as a source or target is one label, never a sequence of them."""
+        return self.vertex_ids.dtype == object
+
     # -- sizes and properties -------------------------------------------------
     @property
     def n(self) -> int:
@@ -180,6 +185,8 @@ class Graph:
     def index_of(self, labels, *, what: str = "vertex") -> np.ndarray:
         """Internal indices of vertex ``labels`` (one label or a sequence of them);
         an unknown label raises :class:`~mgapsp.errors.UnknownLabelError` naming it."""
+        if self.object_labels:
+            return self._object_index_of(labels, what)
         wanted = _lookup_array(labels, self.vertex_ids.dtype, what)
         base = self.id_base
         if base is not None:
@@ -194,6 +201,28 @@ class Graph:
             raise UnknownLabelError(f"unknown {what} {_shown(wanted[bad][0])}: no vertex "
                                     f"of the graph has that label")
         return np.asarray(idx, dtype=np.int64)
+
+    def _object_index_of(self, labels, what: str) -> np.ndarray:
+        # objects of mixed kinds have no order to search: a dict, by equality and hash
+        # as NetworkX finds its nodes; a tuple or a string is one label here
+        if isinstance(labels, (list, np.ndarray)):
+            wanted = list(np.asarray(labels, dtype=object).ravel()) if \
+                isinstance(labels, np.ndarray) else labels
+        else:
+            wanted = [labels]
+        out = np.empty(len(wanted), dtype=np.int64)
+        for k, label in enumerate(wanted):
+            label = label.item() if isinstance(label, np.generic) else label
+            try:
+                out[k] = self._object_index[label]
+            except (KeyError, TypeError):       # TypeError: unhashable, so no node
+                raise UnknownLabelError(f"unknown {what} {_shown(label)}: no vertex of "
+                                        "the graph has that label") from None
+        return out
+
+    @cached_property
+    def _object_index(self) -> dict:
+        return {label: k for k, label in enumerate(self.vertex_ids.tolist())}
 
     @cached_property
     def _label_order(self) -> np.ndarray:
@@ -219,6 +248,7 @@ class Graph:
         name: str = "",
         source: str | None = None,
         renumber: bool = False,
+        empty_ok: bool = False,
     ) -> "Graph":
         """Build the canonical CSR from edge arrays.
 
@@ -228,7 +258,9 @@ class Graph:
         distinct labels, numbered in sorted order (so dense 0-based ids keep their
         numbers), as many as there are, whatever the labels' size.  Duplicate edges keep
         the minimum weight; undirected graphs get both directions.  ``source`` names
-        the input in errors.  A graph that would not fit in the memory this process can
+        the input in errors; ``empty_ok`` lets an in-memory input have no vertices
+        (its answer is empty, as SciPy's), where a file without any is an error.  A
+        graph that would not fit in the memory this process can
         still allocate (:func:`check_graph_fits`) is refused before its per-vertex
         arrays exist.
         """
@@ -239,8 +271,10 @@ class Graph:
                 raise GraphFormatError(
                     f"edge arrays differ in length: {len(ends[0])} sources, "
                     f"{len(ends[1])} targets", where)
-            if ends[0].dtype.kind != ends[1].dtype.kind:    # integers and text: as objects
-                ends = [e.astype(object) for e in ends]
+            kinds = {ends[0].dtype.kind, ends[1].dtype.kind}
+            if len(kinds) > 1:  # int64 and uint64 ends stay integers; with text, text
+                ends = [e.astype(object) if kinds <= set("iuO") else
+                        np.array([str(v) for v in e.tolist()], dtype=str) for e in ends]
             labels = _label_array(np.concatenate(ends))
             vertex_ids, inverse = np.unique(labels, return_inverse=True)
             if len(vertex_ids) > MAX_VERTICES:
@@ -297,7 +331,7 @@ class Graph:
             )
         if n > MAX_VERTICES:
             raise GraphFormatError(f"{n} vertices exceed the limit of {MAX_VERTICES}", where)
-        if n == 0:
+        if n == 0 and not empty_ok:
             raise EmptyGraphError("the graph has no vertices", where)
         check_graph_fits(f"a graph of {n:,} vertices and {len(src):,} "
                          f"edge{'' if len(src) == 1 else 's'}", n,
@@ -349,7 +383,7 @@ def _label_input(values, what: str, where: str | None) -> np.ndarray:
     """The labels at one end of the edges as a flat array; None, nested sequences and
     complex numbers are no labels."""
     try:
-        arr = np.asarray(values)
+        arr = _label_vector(values)
     except (TypeError, ValueError):     # ragged nesting
         raise GraphFormatError(f"the edge {what}s must be a flat sequence of labels",
                                where) from None
@@ -409,43 +443,103 @@ def _canonical_csr(src, dst, w, n):
     return indptr, dst.astype(np.int32), w
 
 
-def _label_array(labels) -> np.ndarray:
-    """Labels as int64 where they are all integers within 64 bits, else as strings."""
-    arr = np.asarray(labels)
-    if arr.dtype.kind in "iub":
+def _label_vector(values) -> np.ndarray:
+    """``values`` as an array, where a Python sequence holding an integer beyond int64
+    stays objects: NumPy would read ``[10**19, 1]`` as float64 (rounded) and
+    ``[-1, 2**64 - 1]`` as float64 too."""
+    if isinstance(values, (list, tuple)) and any(
+            isinstance(v, int) and not isinstance(v, bool) and not -2**63 <= v < 2**63
+            for v in values):
+        return np.fromiter(values, dtype=object, count=len(values))
+    return np.asarray(values)
+
+
+def _integer_labels(arr: np.ndarray) -> np.ndarray:
+    """Integer labels as int64, or as uint64 where one is 2**63 or more and none is
+    negative; Python integers that neither holds are refused, never cast."""
+    values = arr.tolist()
+    if all(-2**63 <= int(v) < 2**63 for v in values):
+        return np.array(values, dtype=np.int64)
+    if all(0 <= int(v) < 2**64 for v in values):
+        return np.array(values, dtype=np.uint64)
+    bad = next(v for v in values if not (-2**63 <= int(v) < 2**63))
+    raise GraphFormatError(f"label {quote(int(bad))} is beyond 64-bit integers (labels "
+                           "must fit int64, or uint64 where none is negative); give "
+                           "such labels as text")
+
+
+def _label_array(labels, *, objects: bool = False) -> np.ndarray:
+    """Labels as int64 where they are all integers within int64, as uint64 where they
+    are integers up to 2**64 - 1 and none negative, else as strings; with ``objects``
+    labels of other kinds (tuples, mixed ints and text) stay Python objects."""
+    arr = labels if isinstance(labels, np.ndarray) else _label_vector(labels)
+    if arr.dtype.kind in "ib" or (arr.dtype.kind == "u" and arr.dtype.itemsize < 8):
         return np.ascontiguousarray(arr, dtype=np.int64).ravel()
+    if arr.dtype.kind == "u":           # uint64: int64 where every value fits it
+        arr = arr.ravel()
+        fits = not len(arr) or int(arr.max()) < 2**63
+        return np.ascontiguousarray(arr, dtype=np.int64 if fits else np.uint64)
     if arr.dtype.kind == "U":
         return np.ascontiguousarray(arr).ravel()
+    if arr.dtype.kind == "O" and arr.ndim == 1 and objects and len(arr) and not all(
+            isinstance(v, str) for v in arr.tolist()) and not all(
+            _is_int(v) for v in arr.tolist()):
+        return arr
     arr = arr.ravel()
-    if arr.dtype.kind == "O" and all(isinstance(v, (int, np.integer)) and not isinstance(v, bool)
-                                     and -2**63 <= int(v) < 2**63 for v in arr):
-        return arr.astype(np.int64)
+    if arr.dtype.kind == "O" and len(arr) and all(_is_int(v) for v in arr.tolist()):
+        try:
+            return _integer_labels(arr)
+        except GraphFormatError:
+            if objects:         # NetworkX nodes beyond 64 bits: kept as they are
+                return arr
+            raise
     if arr.dtype.kind == "f" and np.isfinite(arr).all() and (arr == np.round(arr)).all():
         return arr.astype(np.int64)
     return np.array([str(v) for v in arr], dtype=str)
 
 
+def _is_int(value) -> bool:
+    return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
+
+
 def _lookup_array(labels, dtype: np.dtype, what: str) -> np.ndarray:
     """``labels`` (a label or a sequence) as an array comparable with labels of
-    ``dtype``; a label of the wrong kind raises UnknownLabelError."""
-    arr = np.asarray(labels)
+    ``dtype``; a label of the wrong kind, or an integer outside ``dtype``'s range (never
+    wrapped into it), raises UnknownLabelError."""
+    if dtype.kind == "U" and isinstance(labels, list):
+        # each item one label, a tuple's text too (a store of NetworkX tuple nodes)
+        return np.array([str(v) for v in labels], dtype=str) if labels else \
+            np.array([], dtype=str)
+    arr = _label_vector(labels)
+    if arr.ndim > 1:        # [(0, 0)] must not become the labels 0 and 0
+        raise UnknownLabelError(f"unknown {what} {_shown(arr.tolist()[0])}: labels are "
+                                "one label or a flat sequence of them")
     arr = arr.ravel() if arr.ndim else arr.reshape(1)
-    if dtype.kind == "i":
-        if arr.dtype.kind in "iub":
-            return arr.astype(np.int64)
+    if dtype.kind in "iu":
+        kind = "integers"
+        if arr.dtype.kind in "iub":     # the common case, whole arrays at once
+            info = np.iinfo(dtype)
+            if arr.dtype.kind == "b" or not len(arr) or (
+                    int(arr.min()) >= info.min and int(arr.max()) <= info.max):
+                return arr.astype(dtype)
         if arr.dtype.kind == "f":
             ok = np.isfinite(arr) & (arr == np.round(arr))
-            if ok.all():
-                return arr.astype(np.int64)
-            raise UnknownLabelError(f"unknown {what} {_shown(arr[~ok][0])}: the graph's "
-                                    "labels are integers")
-        out = np.empty(len(arr), dtype=np.int64)
+            if not ok.all():
+                raise UnknownLabelError(f"unknown {what} {_shown(arr[~ok][0])}: the "
+                                        f"graph's labels are {kind}")
+        lo, hi = (-2**63, 2**63) if dtype.kind == "i" else (0, 2**64)
+        out = np.empty(len(arr), dtype=dtype)
         for k, v in enumerate(arr.tolist()):
             try:
-                out[k] = int(str(v).strip()) if not isinstance(v, int) else v
+                value = int(v) if isinstance(v, (int, float)) and not isinstance(v, bool) \
+                    else int(str(v).strip())
             except (ValueError, OverflowError):
                 raise UnknownLabelError(f"unknown {what} {_shown(v)}: the graph's labels "
-                                        "are integers") from None
+                                        f"are {kind}") from None
+            if not lo <= value < hi:    # no vertex has it: never wrapped into range
+                raise UnknownLabelError(f"unknown {what} {_shown(v)}: no vertex of the "
+                                        "graph has that label")
+            out[k] = value
         return out
     return np.array([str(v) for v in arr.tolist()], dtype=str) if len(arr) else arr.astype(str)
 

@@ -94,6 +94,8 @@ class Result:
 
     def _positions(self, which: str, labels) -> np.ndarray:
         lookup, kind = self._lookup(which)
+        if isinstance(labels, tuple) and self.store.attrs["graph"].get("object_labels"):
+            labels = [labels]   # the graph's labels were tuples: a tuple is one of them
         wanted = _lookup_array(labels, kind, which)
         out = np.empty(len(wanted), dtype=np.int64)
         for k, label in enumerate(wanted.tolist()):

@@ -408,3 +408,28 @@ def test_python_m_mgapsp_is_the_command():
                           text=True, timeout=120)
     assert proc.returncode == 0 and proc.stdout.startswith("mgapsp, version "), proc
     assert proc.stdout.split()[-1] == mgapsp.__version__
+
+
+@pytest.mark.slow
+def test_ctrl_c_while_the_cluster_starts_is_one_line(data_dir, tmp_path):
+    """Ctrl-C before the embedded cluster has started: one line and 130, as later (a
+    cluster interrupted half started once printed a page of tracebacks at exit); then
+    --resume computes SciPy's distances."""
+    import psutil
+
+    out = tmp_path / "rome.zarr"
+    run = CLI + ["run", str(data_dir / "rome99.gr"), "-o", str(out), "--backend", "cpu",
+                 "--workers", "2", "--no-dashboard"]
+    proc = subprocess.Popen(run, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    me, t0 = psutil.Process(proc.pid), time.monotonic()
+    # the cluster starts when its first process appears: interrupt it there
+    while not me.children() and proc.poll() is None and time.monotonic() - t0 < 60:
+        time.sleep(0.01)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, err
+    assert err.strip().splitlines() == ["error: interrupted; continue the job with --resume"]
+    mgapsp_cli(*run[3:], "--resume")
+    graph = mgapsp.read_graph(data_dir / "rome99.gr")
+    assert_distances_equal(zarr.open_group(out)["distances"][:], scipy_distances(graph),
+                           dtype="float32")

@@ -8,6 +8,7 @@ calls them inside worker tasks, and :func:`mgapsp.apsp` calls them in-process.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -102,11 +103,12 @@ class Backend(ABC):
     def fill_rows(self, graph: Graph, sources: np.ndarray, dist: np.ndarray,
                   pred: np.ndarray | None = None, *, batch_size: int, algorithm: str,
                   potentials: np.ndarray | None = None,
-                  columns: np.ndarray | None = None) -> None:
+                  columns: np.ndarray | None = None,
+                  on_rows: Callable[[int], None] | None = None) -> None:
         """Distances from ``sources`` into the host array ``dist`` (and predecessors
         into ``pred``, when given), ``batch_size`` sources at a time; the computation
         in ``dist``'s dtype.  ``columns``: the targets ``dist`` keeps (``pred`` keeps
-        every vertex)."""
+        every vertex).  ``on_rows(k)``: the first ``k`` rows are done."""
         for lo in range(0, len(sources), batch_size):
             hi = min(lo + batch_size, len(sources))
             res = self.distances(graph, sources[lo:hi], algorithm=algorithm,
@@ -115,6 +117,8 @@ class Backend(ABC):
             dist[lo:hi] = self.columns(res, columns)
             if pred is not None:
                 pred[lo:hi] = res.predecessors
+            if on_rows:
+                on_rows(hi)
 
     @abstractmethod
     def memory_available(self) -> int:

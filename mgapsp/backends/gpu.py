@@ -339,7 +339,7 @@ class GPUBackend(Backend):
         return BatchResult(distances=dist, predecessors=pred, stats=stats)
 
     def fill_rows(self, graph, sources, dist, pred=None, *, batch_size, algorithm,
-                  potentials=None, columns=None) -> None:
+                  potentials=None, columns=None, on_rows=None) -> None:
         """As :meth:`Backend.fill_rows`; each block leaves the device through pinned
         buffers while the next batch computes (:mod:`mgapsp.cuda.host_copy`)."""
         self._check_algorithm(algorithm)         # before the output is touched
@@ -359,6 +359,8 @@ class GPUBackend(Backend):
                 if pred is not None:
                     copier.put(res.predecessors, pred[lo:hi])
                 del res, block
+                if on_rows:     # computed; its copy may still be draining
+                    on_rows(hi)
 
     staging = staging
 

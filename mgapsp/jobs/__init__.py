@@ -4,6 +4,7 @@
 - :mod:`.tasks`: the batch task and what a worker keeps between batches
 - :mod:`.fw_slabs`: Floyd-Warshall split in row slabs across workers
 - :mod:`.report`: :class:`JobReport`
+- :mod:`.progress`: the progress line of a job (rows done, rows/s, time left)
 - :mod:`.cluster`: a client of a running cluster or of the embedded one
 - :mod:`.worker`: ``python -m mgapsp.jobs.worker``, the right Dask worker for a node
 """

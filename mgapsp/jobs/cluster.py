@@ -15,6 +15,7 @@ import contextlib
 import json
 import logging
 import os
+import signal
 import threading
 import warnings
 
@@ -116,14 +117,17 @@ def connect(*, scheduler: str | None = None, scheduler_file: str | None = None,
         os._exit(3)
     if not processes:
         _tls_mode()             # nothing listens on TCP: no TLS, but a bad value is told
-        with _quiet_logs(level), warnings.catch_warnings():
+        with _interrupt_held() as held, _quiet_logs(level), warnings.catch_warnings():
             warnings.filterwarnings("ignore", message="Port .* is already in use")
             cluster = _in_process_cluster(backend, gpus, options)
         with cluster, Client(cluster) as client, _dashboard_pages_later(cluster, dashboard):
+            if held:
+                raise KeyboardInterrupt
             yield client
         return
     options["security"] = embedded_security()
-    with _quiet_logs(level), warnings.catch_warnings(), _explain_unguarded_script():
+    with _interrupt_held() as held, _quiet_logs(level), warnings.catch_warnings(), \
+            _explain_unguarded_script():
         # "Port 8787 is already in use": another port is taken, and the link we
         # print says which.
         warnings.filterwarnings("ignore", message="Port .* is already in use")
@@ -142,10 +146,32 @@ def connect(*, scheduler: str | None = None, scheduler_file: str | None = None,
                                    threads_per_worker=1, processes=True, **options)
     # Client(cluster) takes the cluster's credentials (cluster.security).
     with cluster, Client(cluster) as client, _dashboard_pages_later(cluster, dashboard):
+        if held:                # Ctrl-C while it started: now that it closes cleanly
+            raise KeyboardInterrupt
         if cpu_workers:
             _add_cpu_workers(cluster, cpu_workers, options)
             client.wait_for_workers(len(cluster.worker_spec), timeout=120)
         yield client
+
+
+@contextlib.contextmanager
+def _interrupt_held():
+    """Hold a Ctrl-C (SIGINT) that comes while a cluster starts, and yield a list that
+    holds it once it came: the caller raises it when the cluster has started.  A
+    cluster interrupted half started cannot be closed (its workers are neither running
+    nor closed), and Dask's exit hook then prints a page of tracebacks.  Only the main
+    thread receives signals; where another thread starts the cluster, or the program
+    has its own handler, nothing is held."""
+    held: list[int] = []
+    if (threading.current_thread() is not threading.main_thread()
+            or signal.getsignal(signal.SIGINT) is not signal.default_int_handler):
+        yield held
+        return
+    previous = signal.signal(signal.SIGINT, lambda signum, frame: held.append(signum))
+    try:
+        yield held
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 #: seconds into the embedded cluster's life when its dashboard pages are made

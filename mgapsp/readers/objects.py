@@ -1,5 +1,6 @@
 """Graphs from in-memory objects: SciPy sparse matrices, dense arrays, NetworkX graphs,
-edge arrays (and paths, through :func:`mgapsp.readers.read_graph`)."""
+edge arrays, data frames (:mod:`.frames`) and paths (through
+:func:`mgapsp.readers.read_graph`)."""
 
 from __future__ import annotations
 
@@ -10,26 +11,35 @@ import scipy.sparse as sp
 
 from ..errors import GraphFormatError, quote
 from ..graph import Graph, check_graph_fits
+from .frames import SOURCE, TARGET, from_frame, is_frame
 
 __all__ = ["as_graph"]
 
 
 def as_graph(obj, *, directed: bool | None = None, unweighted: bool = False,
-             weight="weight") -> Graph:
+             weight="weight", source=SOURCE, target=TARGET) -> Graph:
     """Turn any supported input into a :class:`Graph`.
 
     Accepts a :class:`Graph`, a path (read with :func:`mgapsp.read_graph`), a SciPy
-    sparse matrix or array (explicit zeros are zero-weight edges, as in
-    ``scipy.sparse.csgraph``), a dense NumPy array or masked array (as in
-    ``scipy.sparse.csgraph``: 0, ``inf`` and NaN off the diagonal, and masked entries,
-    are no edge), a NetworkX graph, or a tuple ``(src, dst[, weight])`` of labels.
-    ``directed`` defaults to True except for NetworkX graphs, which say themselves.
+    sparse matrix or array (explicit zeros are zero-weight edges and a COO's duplicate
+    entries are summed, as in ``scipy.sparse.csgraph``), a dense NumPy array or a list
+    of lists (0, ``inf`` and NaN off the diagonal are no edge, as in
+    ``scipy.sparse.csgraph``), a masked array (masked entries are no edge, an unmasked
+    0 is a zero-weight edge, as SciPy's Dijkstra, Johnson and Bellman-Ford read one), a
+    NetworkX graph, a data frame (pandas, pyarrow, anything with ``__dataframe__``;
+    one row an edge, from column ``source`` to column ``target`` weighing column
+    ``weight``, 1 where the frame has no column ``"weight"``) or a tuple ``(src, dst[,
+    weight])`` of labels.  ``directed`` defaults to True except for NetworkX graphs,
+    which say themselves.  A matrix or a NetworkX graph may have no vertices (the
+    answer is empty, as SciPy's); edge arrays and frames without edges, as files
+    without, are refused.
 
-    NetworkX graphs keep their node labels, in the order of ``G.nodes`` (the rows and
-    columns of a result, as in NetworkX's ``floyd_warshall_numpy``).  ``weight`` is the edge attribute holding
-    the weight (1 where an edge lacks it), or a function ``weight(u, v, data)``
-    returning an edge's weight, or None to hide the edge, as in NetworkX's shortest
-    path functions; parallel edges of a multigraph keep the lightest.
+    NetworkX graphs keep their node labels, whatever their kind (tuples too), in the
+    order of ``G.nodes`` (the rows and columns of a result, as in NetworkX's
+    ``floyd_warshall_numpy``).  ``weight`` is the edge attribute holding the weight (1
+    where an edge lacks it), or a function ``weight(u, v, data)`` returning an edge's
+    weight, or None to hide the edge, as in NetworkX's shortest path functions;
+    parallel edges of a multigraph keep the lightest.
 
     Bad input raises one :class:`~mgapsp.errors.GraphFormatError` (an
     :class:`~mgapsp.errors.MgapspError`): a shape that is not square, entries or
@@ -38,6 +48,9 @@ def as_graph(obj, *, directed: bool | None = None, unweighted: bool = False,
     say) whose graph would not fit in the memory this process can still allocate,
     checked before anything of that size is allocated.
     """
+    if (source, target) != (SOURCE, TARGET) and not is_frame(obj):
+        raise GraphFormatError(f"source= and target= name the columns of a data frame, "
+                               f"not of a {type(obj).__name__}")
     if isinstance(obj, Graph):
         if unweighted and obj.weighted:
             return Graph(obj.indptr, obj.indices, np.ones(obj.m), directed=obj.directed,
@@ -59,7 +72,11 @@ def as_graph(obj, *, directed: bool | None = None, unweighted: bool = False,
                                 directed=True if directed is None else directed)
     if _is_networkx(obj):
         return _from_networkx(obj, directed, unweighted, weight)
-    if isinstance(obj, np.ndarray) or hasattr(obj, "__array__"):
+    if is_frame(obj):           # before __array__: a DataFrame is rows of edges
+        return from_frame(obj, directed=directed, unweighted=unweighted, weight=weight,
+                          source=source, target=target)
+    # a list of lists is a dense matrix, as SciPy reads one (a tuple is edge arrays)
+    if isinstance(obj, (np.ndarray, list)) or hasattr(obj, "__array__"):
         return _from_dense(obj, directed, unweighted)
     raise GraphFormatError(f"cannot make a graph from an object of type {type(obj).__name__}")
 
@@ -74,16 +91,20 @@ def _from_scipy(mat, directed, unweighted) -> Graph:
     check_graph_fits(f"the {type(mat).__name__} of shape {n:,} x {n:,} declares {n:,} "
                      f"vertices", n, entries if directed in (None, True) else 2 * entries,
                      records=entries)
-    coo = sp.coo_array(mat)
-    weight = None if unweighted else coo.data
-    return Graph.from_edges(coo.row, coo.col, weight, n=mat.shape[0],
+    # tocsr() sums a COO's duplicate entries, as the matrix means and SciPy's csgraph
+    # reads them (a new array: the caller's is left as it was); a CSR keeps its own
+    csr = mat.tocsr()
+    row = np.repeat(np.arange(n, dtype=np.int64), np.diff(csr.indptr))
+    weight = None if unweighted else csr.data
+    return Graph.from_edges(row, csr.indices, weight, n=n, empty_ok=True,
                             directed=True if directed is None else directed)
 
 
 def _from_dense(obj, directed, unweighted) -> Graph:
-    """A dense adjacency matrix read as ``scipy.sparse.csgraph`` reads one: 0, inf and
-    NaN off the diagonal, and masked entries, are no edge (a zero-weight edge needs a
-    sparse matrix); a finite entry on the diagonal is a self-loop."""
+    """A dense adjacency matrix read as ``scipy.sparse.csgraph``'s Dijkstra, Johnson
+    and Bellman-Ford read one: 0, inf and NaN off the diagonal are no edge; in a masked
+    array the masked entries (and inf, NaN) are no edge and an unmasked 0 is a
+    zero-weight edge; a finite entry on the diagonal is a self-loop."""
     masked = np.ma.getmaskarray(obj) if np.ma.isMaskedArray(obj) else None
     try:
         arr = np.asarray(np.ma.getdata(obj) if masked is not None else obj)
@@ -102,12 +123,12 @@ def _from_dense(obj, directed, unweighted) -> Graph:
         shown = "" if bad is None else f"entry {quote(bad)} is not a number; "
         raise GraphFormatError(f"adjacency matrix {shown}entries must be real numbers "
                                f"(dtype {arr.dtype})") from None
-    edge = np.isfinite(arr) & (arr != 0)
-    if masked is not None:
-        edge &= ~masked
+    # SciPy reads a masked array's unmasked entries as its edges, zeros included (its
+    # Floyd-Warshall alone drops them); an inf or NaN edge never shortens a path
+    edge = np.isfinite(arr) & (~masked if masked is not None else arr != 0)
     row, col = np.nonzero(edge)
     weight = None if unweighted else arr[row, col]
-    return Graph.from_edges(row, col, weight, n=arr.shape[0],
+    return Graph.from_edges(row, col, weight, n=arr.shape[0], empty_ok=True,
                             directed=True if directed is None else directed)
 
 
@@ -125,16 +146,11 @@ def _is_networkx(obj) -> bool:
 
 def _from_networkx(g, directed, unweighted, weight) -> Graph:
     nodes = list(g.nodes)
+    # NetworkX nodes are any hashable: integers and text keep their arrays, other
+    # kinds (tuples of grid_2d_graph, OSMnx keys, mixed kinds) stay the objects they
+    # are, so that sources=[(0, 0)] finds its node and labels give the nodes back
     labels = [v.item() if isinstance(v, np.generic) else v for v in nodes]
-    if all(isinstance(v, int) and not isinstance(v, bool) and -2**63 <= v < 2**63
-           for v in labels):
-        vertex_ids = np.array(labels, dtype=np.int64)
-    else:
-        # labels must be one kind to look up; text keeps non-integer nodes apart
-        vertex_ids = np.array([str(v) for v in labels], dtype=str)
-        if len(set(vertex_ids.tolist())) != len(labels):
-            raise GraphFormatError("the graph's node labels are not distinct as text "
-                                   "(for example 1 and '1'); relabel them first")
+    vertex_ids = np.fromiter(labels, dtype=object, count=len(labels))
     index = {v: i for i, v in enumerate(nodes)}
     get = weight if callable(weight) else (lambda u, v, data: data.get(weight, 1))
     src, dst, w = [], [], []
@@ -149,5 +165,5 @@ def _from_networkx(g, directed, unweighted, weight) -> Graph:
         directed = g.is_directed()
     # rows and columns in the order of G.nodes, as NetworkX's own matrices
     return Graph.from_edges(np.asarray(src, dtype=np.int64), np.asarray(dst, dtype=np.int64),
-                            None if unweighted else w,
-                            n=len(nodes), directed=directed, vertex_ids=vertex_ids)
+                            None if unweighted else w, n=len(nodes), directed=directed,
+                            vertex_ids=vertex_ids, empty_ok=True)

@@ -5,9 +5,10 @@ Layout (see the README)::
     STORE/
       distances      (sources, n)  float32|float64, NaN = not computed, inf = unreachable
       predecessors   (sources, n)  int32 vertex index (vertex[p] is its label), -1 = none
-      source         (sources,)    int64 or str: the label of every row      (coordinates:
-      target         (targets,)    int64 or str: the label of every column    xarray's
-      vertex         (n,)          int64 or str: the label of every vertex    .sel uses them)
+      source         (sources,)    int64, uint64 or str: each row's label    (coordinates:
+      target         (targets,)    int64, uint64 or str: each column's label  xarray's
+      vertex         (n,)          int64, uint64 or str: each vertex's label  .sel uses them;
+                                   object labels, such as tuples, as their text)
       source_index, target_index   internal vertex index of every row, every column
       batch_done     (batches,)    uint8, 1 once a batch is written (a chunk per batch)
       graph/indptr, graph/indices, graph/weights   the canonical CSR (workers load it)
@@ -234,6 +235,7 @@ class Store:
         if compression not in COMPRESSIONS:
             raise StoreError(f"unknown compression {compression!r}; choose "
                              f"{', '.join(COMPRESSIONS)}")
+        _stored_labels(graph)   # labels a store cannot tell apart: refused, none replaced
         prepare_path(path, overwrite=overwrite, run_id=run_id)
         # zarr.json first, marked as being created: a store that a kill or a full
         # disk leaves half made is still recognisably ours (--overwrite replaces it)
@@ -269,12 +271,13 @@ class Store:
                                dtype="int32", fill_value=-1, compressors=codecs,
                                dimension_names=("source", "target"))
         targets = np.arange(graph.n) if plan.targets is None else plan.targets
+        labels = _stored_labels(graph)
         # labels as the coordinates of their dimensions: xarray's .sel(source=a,
         # target=b) then reads the distance from a to b
-        _write_array(group, "vertex", graph.labels, ("vertex",))
-        _write_array(group, "source", graph.labels[plan.sources], ("source",))
+        _write_array(group, "vertex", labels, ("vertex",))
+        _write_array(group, "source", labels[plan.sources], ("source",))
         _write_array(group, "source_index", plan.sources.astype(np.int64), ("source",))
-        _write_array(group, "target", graph.labels[targets], ("target",))
+        _write_array(group, "target", labels[targets], ("target",))
         _write_array(group, "target_index", targets.astype(np.int64), ("target",))
         # a chunk per batch: the worker that wrote a batch marks it (a new file, so no
         # two processes share one), and the client's records leave it alone
@@ -292,7 +295,9 @@ class Store:
             "fingerprint": graph.fingerprint,
             "graph": {"name": graph.name, "n": graph.n, "m": graph.m,
                       "directed": graph.directed, "weighted": graph.weighted,
-                      "min_weight": graph.min_weight},
+                      "min_weight": graph.min_weight,
+                      # the labels are the text of Python objects (tuples...)
+                      "object_labels": graph.object_labels},
             "job": {"algorithm": plan.algorithm, "backend": plan.backend,
                     "dtype": plan.dtype, "dtype_reason": plan.dtype_reason,
                     "batch_size": plan.batch_size,
@@ -333,7 +338,7 @@ class Store:
 
     def labels(self, which: str) -> np.ndarray:
         """The labels of every ``"vertex"``, ``"source"`` (row) or ``"target"``
-        (column): int64 or str.  Stores of format 1 kept them as ``<which>_ids``."""
+        (column): int64, uint64 or str.  Stores of format 1 kept them as ``<which>_ids``."""
         name = which if which in self.group else f"{which}_ids"
         data = self.group[name][:]
         return np.array(data.tolist(), dtype=str) if data.dtype.kind in "TUSO" else data
@@ -501,6 +506,19 @@ class Store:
         from .writer import update_attributes
 
         update_attributes(self.group, {"progress": progress})
+
+
+def _stored_labels(graph: Graph) -> np.ndarray:
+    """The labels a store keeps: Zarr holds no Python objects, so object labels (a
+    NetworkX graph's tuples) are kept as their text, which must tell them apart."""
+    if not graph.object_labels:
+        return graph.labels
+    text = np.array([str(v) for v in graph.labels.tolist()], dtype=str)
+    if len(np.unique(text)) != len(text):
+        raise StoreError("a store keeps the text of the graph's node labels, and two of "
+                         "them have the same text (such as 1 and '1'); relabel the nodes "
+                         "first")
+    return text
 
 
 def _write_array(group, name, data, dims):
