@@ -70,6 +70,3 @@ class BackendInterface:
 
 
 backend_interface = BackendInterface()
-
-#: the FallBack class, for callers that call implementations directly
-FallBack = FallBack
