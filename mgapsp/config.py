@@ -75,7 +75,7 @@ KNOBS: dict[str, Knob] = {
         "interpreter lock that kernel launches wait for)", alias="MGAPSP_STORE_THREADS"),
     "store.idle-store-threads": Knob(
         16, int, "threads of one host that store frames compressed on the GPU while no "
-        "batch of their worker computes (a job's last batches, a slab's rows), shared "
+        "batch of their worker computes (a job's last batches), shared "
         "among the host's GPU workers; more slowed the page cache's writes on a "
         "two-GPU host"),
     "store.chunk-elements": Knob(

@@ -85,7 +85,9 @@ def _graph(job: _Run, fingerprint: str) -> Graph:
 class _Computing:
     """The batches of this process that compute on its GPU or wait to: while there are
     none, a batch's writes may take every thread (no kernel launch waits for the
-    interpreter), as the last batches of a job and the rows of a slab do."""
+    interpreter), as the last batches of a job do.  Not the rows of a Floyd-Warshall
+    slab: every rank writes at once there, and more threads per rank slowed the
+    host's page cache (two GPUs)."""
 
     def __init__(self):
         self._lock = threading.Lock()
@@ -173,7 +175,7 @@ def run_batch(store_path: str, fingerprint: str, run: str, batch: int, start: in
     t1 = time.perf_counter()
     written = job.store.write_block(start, result.distances, result.predecessors,
                                     staging=impl.staging, guard=job.guard,
-                                    wide=_COMPUTING.idle())
+                                    wide=_COMPUTING.idle() and not slab)
     if job.store.workers_mark_batches:
         # after its rows: a flag always means written
         job.store.mark_batch(batch, guard=job.guard)

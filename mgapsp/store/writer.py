@@ -195,7 +195,7 @@ def write_block(arr: zarr.Array, start: int, block, staging=None, guard=None,
     file is put in place; it raises to refuse the write (see
     :class:`mgapsp.store.lock.RunGuard`), and the files are then left out.  ``wide``
     says that no kernel of this process waits for the interpreter meanwhile (a job's
-    last batches, the rows of a Floyd-Warshall slab): frames made on the device are then
+    last batches): frames made on the device are then
     stored by the idle pool (:func:`idle_store_threads`), rather than by the few store
     threads.  Returns ``{"copy_s", "encode_s", "bytes"}``:
     seconds cutting and copying the block to the host, seconds until every chunk was
