@@ -112,12 +112,13 @@ def test_resume_runs_the_slabs_again_for_missing_batches(cpu_client, data_dir, t
 
 def test_predecessors_or_some_sources_do_not_use_slabs(cpu_client, data_dir, tmp_path):
     graph = mgapsp.read_graph(data_dir / "test_FW_1000.mtx")
+    # the cpu backend named: on a GPU machine the CPU cluster's workers see the GPU
     report = run_job(graph, tmp_path / "p.zarr", cpu_client, algorithm="floyd-warshall",
-                     dtype="float64", batch_size=128, predecessors=True)
+                     backend="cpu", dtype="float64", batch_size=128, predecessors=True)
     assert report.floyd_warshall == {}
     sources = graph.vertex_ids[::3]
     report = run_job(graph, tmp_path / "s.zarr", cpu_client, algorithm="floyd-warshall",
-                     dtype="float64", batch_size=128, sources=sources)
+                     backend="cpu", dtype="float64", batch_size=128, sources=sources)
     assert report.floyd_warshall == {}
     assert_distances_equal(zarr.open_group(str(tmp_path / "s.zarr"), mode="r")["distances"][:],
                            scipy_distances(graph, graph.index_of(sources)))

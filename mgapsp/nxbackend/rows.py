@@ -22,15 +22,17 @@ __all__ = ["ROW_BYTES", "distance_rows", "all_rows", "row_dict", "int_sum",
 ROW_BYTES = 2**27
 
 
-def _choice(conv: Converted, backend: str) -> tuple[str, str]:
+def _choice(conv: Converted) -> tuple[str, str]:
     """(algorithm, dtype) giving NetworkX's numbers.  Exact integer sums: any (mgapsp's
     own choice).  Otherwise each distance must be NetworkX's left-to-right sum along
     the path, the least fixpoint of ``d[v] = min(d[u] + w)``, which every Dijkstra
     and Bellman-Ford reaches; Johnson (reweighted sums), Floyd-Warshall (sums of
-    subpaths) and phast (shortcuts) round differently."""
+    subpaths) and phast (shortcuts) round differently.  Float sums run on the CPU: the
+    GPU's float64 kernels ended an ulp above NetworkX's on some rows (an H100,
+    2026-11-26)."""
     if conv.exact:
         return "auto", "auto"
-    if conv.negative or backend == "gpu":
+    if conv.negative:
         return "bellman-ford", "float64"
     return "dijkstra", "float64"
 
@@ -42,8 +44,8 @@ def distance_rows(conv: Converted, sources, *, graph: Graph | None = None
     :class:`mgapsp.NegativeCycleError` for a negative cycle anywhere in the graph."""
     graph = conv.graph if graph is None else graph
     sources = np.asarray(sources, dtype=np.int64)
-    backend = resolve_backend("auto")
-    algorithm, dtype = _choice(conv, backend)
+    backend = resolve_backend("auto") if conv.exact else "cpu"
+    algorithm, dtype = _choice(conv)
     batch = max(1, ROW_BYTES // (8 * graph.n))
     for start in range(0, len(sources), batch):
         chunk = sources[start:start + batch]

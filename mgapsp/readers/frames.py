@@ -49,8 +49,8 @@ class _Columns:
 
     def __init__(self, frame):
         self.kind = type(frame).__name__
-        module = type(frame).__module__
-        if not (module.startswith("pandas.") or module.startswith("pyarrow.")):
+        module = type(frame).__module__.split(".")[0]     # pandas 3 says "pandas"
+        if module not in ("pandas", "pyarrow"):
             # any other frame becomes a pyarrow Table: by Arrow's stream where it has
             # one (pandas deprecates the interchange protocol), else by interchange
             try:
@@ -61,9 +61,9 @@ class _Columns:
                                        "install pyarrow") from None
             frame = (pyarrow.table(frame) if hasattr(type(frame), "__arrow_c_stream__")
                      else pyarrow.interchange.from_dataframe(frame))
-            module = "pyarrow."
+            module = "pyarrow"
         self.frame = frame
-        self.arrow = module.startswith("pyarrow.")
+        self.arrow = module == "pyarrow"
         self.names = list(frame.column_names if self.arrow else frame.columns)
 
     def __contains__(self, name) -> bool:
