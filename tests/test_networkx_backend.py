@@ -11,6 +11,7 @@ a fall-back); calls mgapsp does not support are checked to fall back.
 
 from __future__ import annotations
 
+import math
 import random
 import subprocess
 import sys
@@ -115,6 +116,12 @@ def _outcome(func, args, kwargs):
         return "raised", (type(exc), str(exc))
 
 
+#: relative difference allowed between fractional float results: an ulp in a distance
+#: (seen: SciPy 1.18 on an H100 machine against NetworkX) becomes a few in a sum of
+#: them (up to 4 seen); integral results, infinities and every other value are equal
+ULPS = 1e-13
+
+
 def assert_same(got, want, *, dict_order=True, depth=0):
     assert type(got) is type(want), (got, want)
     if isinstance(want, dict):
@@ -129,7 +136,13 @@ def assert_same(got, want, *, dict_order=True, depth=0):
             assert_same(x, y, dict_order=dict_order, depth=depth + 1)
     elif isinstance(want, np.ndarray):
         assert got.dtype == want.dtype and got.shape == want.shape
-        assert np.array_equal(got, want), np.argwhere(got != want)[:5]
+        exact = ~np.isfinite(want) | (want == np.round(want))
+        assert np.array_equal(got[exact], want[exact]), np.argwhere(got != want)[:5]
+        np.testing.assert_allclose(got[~exact], want[~exact], rtol=ULPS)
+    elif isinstance(want, float) and math.isfinite(want) and not want.is_integer():
+        # sums of fractional weights: bit for bit NetworkX's with SciPy 1.17, within an
+        # ulp per distance with SciPy 1.18 (an H100 machine)
+        assert got == pytest.approx(want, rel=ULPS, abs=0), (got, want)
     else:
         assert got == want or (got != got and want != want), (got, want)
 
