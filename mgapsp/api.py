@@ -13,13 +13,10 @@ from .backends import get_backend
 from .devices import gpu_count
 from .errors import InsufficientMemoryError, MgapspError, UnsupportedError, quote
 from .graph import Graph
-from .jobs.cluster import connect, one_process
-from .jobs.driver import run_job
 from .jobs.progress import ProgressBar
 from .memory import available_memory
 from .plan import choose_dtype, plan_job, small_job
 from .readers import as_graph
-from .results import Result
 
 __all__ = ["apsp", "resolve_backend"]
 
@@ -138,6 +135,12 @@ def apsp(graph, *, out=None, algorithm: str = "auto", backend: str = "auto",
         answer = _in_process(g, backend=resolve_backend(backend), bar=bar, **options)
         bar.finish()
         return _rows(answer, one_row, predecessors)
+    # the job, store and cluster layers (Distributed, Zarr) come with the calls that
+    # use them: an in-process call pays for SciPy's imports alone
+    from .jobs.cluster import connect, one_process
+    from .jobs.driver import run_job
+    from .results import Result
+
     watch = dict(on_start=lambda report: bar.start(report.plan.n_sources),
                  on_progress=lambda report, done, total: bar.update(done, report.rows_run))
     if out is None:

@@ -17,8 +17,6 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
-import dask.config
-
 from .errors import MgapspError
 
 __all__ = ["KNOBS", "Knob", "get", "settings"]
@@ -111,7 +109,16 @@ def _nested(flat: dict[str, Any]) -> dict:
     return out
 
 
-dask.config.update_defaults({"mgapsp": _nested({k: v.default for k, v in KNOBS.items()})})
+def _dask_config():
+    """``dask.config``, imported on first use rather than with mgapsp (importing Dask
+    costs about what SciPy's csgraph does), with mgapsp's defaults in it (again, where
+    a ``dask.config.set`` block that came first took them away on its exit)."""
+    import dask.config
+
+    if "mgapsp" not in dask.config.config:
+        dask.config.update_defaults({"mgapsp": _nested({k: v.default
+                                                         for k, v in KNOBS.items()})})
+    return dask.config
 
 
 def _convert(key: str, value: Any, where: str) -> Any:
@@ -146,7 +153,7 @@ def get(key: str) -> Any:
     knob = KNOBS[key]
     if knob.alias and os.environ.get(knob.alias, "").strip():
         return _convert(key, os.environ[knob.alias], knob.alias)
-    return _convert(key, dask.config.get(f"mgapsp.{key}", default=knob.default),
+    return _convert(key, _dask_config().get(f"mgapsp.{key}", default=knob.default),
                     f"mgapsp.{key}")
 
 

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -232,3 +235,17 @@ def test_a_script_without_the_main_guard_is_told_what_to_add(tmp_path, data_dir)
     proc = subprocess.run([sys.executable, str(guarded)], capture_output=True, text=True,
                           timeout=300)
     assert proc.returncode == 0 and "distance 2" in proc.stdout, proc.stderr
+
+
+@pytest.mark.slow
+def test_import_and_in_process_calls_leave_the_job_layers_out():
+    """``import mgapsp`` imports neither NetworkX nor Dask, Distributed or Zarr, and an
+    in-process ``apsp`` needs no cluster or store code: a SciPy user pays about what
+    ``import scipy.sparse.csgraph`` costs."""
+    code = ("import sys, mgapsp; heavy = ('networkx', 'dask', 'distributed', 'zarr'); "
+            "print(*[m for m in heavy if m in sys.modules]); "
+            "mgapsp.apsp([[0, 1], [1, 0]]); mgapsp.shortest_path([[0, 1], [1, 0]]); "
+            "print(*[m for m in heavy if m in sys.modules])")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout.splitlines()
+    assert out == ["", "dask"], out        # the knobs are read through dask.config

@@ -230,7 +230,7 @@ def test_config_plugin_sets_a_workers_settings():
     with dask.config.set({"mgapsp.store.store-threads": 2}):
         plugin = ConfigPlugin()
         assert plugin.values["mgapsp.store.store-threads"] == 2
-    before = dask.config.get("mgapsp.store.store-threads")
+    before = config.get("store.store-threads")
     try:
         ConfigPlugin({"mgapsp.store.store-threads": 9}).setup()
         assert config.get("store.store-threads") == 9
