@@ -111,6 +111,7 @@ def test_cli_keeps_the_hierarchy_beside_the_store(data_dir, tmp_path):
     assert "ok" in verify.stdout
 
 
+@pytest.mark.slow       # mgapsp in subprocesses
 def test_cli_refusals(data_dir, tmp_path):
     zero = tmp_path / "zero.csv"
     zero.write_text("0,1,0\n1,2,3\n2,0,4\n")
@@ -126,6 +127,7 @@ def test_cli_refusals(data_dir, tmp_path):
     assert_one_line_error(proc, "phast needs non-negative weights", "johnson")
 
 
+@pytest.mark.slow       # mgapsp in subprocesses
 def test_a_graph_that_fills_in_is_refused_before_the_store(tmp_path):
     """A random graph has no small separators: its hierarchy would have a hundred arcs
     per edge, past the limit; the job says so in one line and leaves no store."""

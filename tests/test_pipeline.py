@@ -501,6 +501,7 @@ def test_settings_come_from_dask_config_and_the_old_variables(monkeypatch):
     assert all(k.startswith("mgapsp.") for k in config.settings())
 
 
+@pytest.mark.slow       # subprocesses
 def test_settings_from_the_environment_through_dask(tmp_path):
     """``DASK_MGAPSP__SECTION__KEY`` sets a knob, as for any Dask setting."""
     import subprocess

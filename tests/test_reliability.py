@@ -66,6 +66,7 @@ def test_scheduler_killed_one_line(tmp_path):
     assert "lost the Dask scheduler" in r["outcome"].err
 
 
+@pytest.mark.slow       # kills the cluster's workers
 def test_workers_lost_with_nannies_the_job_completes(cpu_client, rome, tmp_path):
     """Every worker of a LocalCluster killed mid-job: the nannies restart them and
     Dask reschedules the batches onto the new ones."""
@@ -88,6 +89,7 @@ def test_workers_lost_with_nannies_the_job_completes(cpu_client, rome, tmp_path)
     assert_distances_equal(got, scipy_distances(rome))
 
 
+@pytest.mark.slow       # waits for the stall timeout
 def test_the_watchdog_ends_a_job_whose_batches_stall(cpu_client, rome, tmp_path):
     """No batch finishes within mgapsp.jobs.stall-timeout: one error, not a hang."""
     import dask
@@ -110,6 +112,7 @@ def test_the_watchdog_ends_a_job_whose_batches_stall(cpu_client, rome, tmp_path)
 
 # -- one run per store --------------------------------------------------------------
 
+@pytest.mark.slow       # waits for the lock
 def test_a_second_run_on_a_locked_store_is_refused(cpu_client, rome, tmp_path):
     out = tmp_path / "locked.zarr"
     with StoreLock(out, "otherrun0001"):
@@ -197,6 +200,7 @@ def test_overwrite_replaces_an_mgapsp_store(cpu_client, rome, tmp_path):
     assert not list(tmp_path.glob("*.deleting-*"))
 
 
+@pytest.mark.slow       # mgapsp in a subprocess
 def test_a_half_created_store_is_explained_and_resumable(cpu_client, rome, tmp_path):
     """A kill while the store was being created leaves zarr.json marked "creating":
     it is named so, and --resume (or --overwrite) makes it again."""
@@ -230,7 +234,13 @@ _INSIDE_CHUNKS = ("64 bytes of LZ4 data flipped", "predecessor shard flipped",
                   "chunk bytes flipped")
 
 
-@pytest.mark.parametrize("name", list(faults.DAMAGE))
+#: damages the fast tier repairs (a shard's, a chunk file's); the others in the slow one
+FAST_DAMAGE = ("64 bytes of LZ4 data flipped", "chunk file deleted")
+
+
+@pytest.mark.parametrize("name", [
+    pytest.param(name, marks=() if name in FAST_DAMAGE else pytest.mark.slow)
+    for name in faults.DAMAGE])
 def test_damage_is_found_and_repaired(cpu_client, rome, tmp_path, name):
     from mgapsp.jobs.driver import check_for_repair, repair_job
     from mgapsp.store.verify import verify_store
@@ -307,6 +317,7 @@ def test_checksums_are_zarrs_crc32c():
         assert crc32c(buf) == int(google_crc32c.value(raw)).to_bytes(4, "little")
 
 
+@pytest.mark.slow       # mgapsp in a subprocess
 def test_reads_refuse_damaged_rows(cpu_client, rome, tmp_path):
     """Result.distance and `mgapsp path` never answer from a damaged row."""
     out = tmp_path / "p.zarr"
@@ -348,7 +359,8 @@ def _edit_attrs(out: Path, edit) -> None:
 @pytest.mark.parametrize("damage", [
     "truncated shard", "damaged index", "attribute missing", "array missing",
     "job key missing", "batch size edited"])
-@pytest.mark.parametrize("slow_too", [False, pytest.param(True, marks=pytest.mark.slow)])
+@pytest.mark.parametrize("slow_too", [False, True])
+@pytest.mark.slow       # mgapsp in subprocesses
 def test_damaged_stores_get_one_line(finished, tmp_path, data_dir, damage, slow_too):
     """info, verify, path (and, in the slow tier, run --resume) on a damaged store."""
     out = _copy(finished, tmp_path)
@@ -379,6 +391,7 @@ def test_damaged_stores_get_one_line(finished, tmp_path, data_dir, damage, slow_
         assert r.one_line_error, (cmd[0], r.err)
 
 
+@pytest.mark.slow       # mgapsp in a subprocess
 def test_targets_that_the_first_source_never_reaches(tmp_path, data_dir):
     """A successful job whose first row reaches none of the targets: a summary, not
     a traceback."""
@@ -391,6 +404,7 @@ def test_targets_that_the_first_source_never_reaches(tmp_path, data_dir):
     assert "0 of 2 targets reachable" in r.out
 
 
+@pytest.mark.slow       # mgapsp in a subprocess
 def test_unexpected_errors_are_one_line(tmp_path):
     """What no check foresaw still prints one line (-vv shows the traceback)."""
     r = faults.mgapsp("info", tmp_path)     # a directory that is no store at all
