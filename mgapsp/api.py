@@ -117,6 +117,32 @@ def apsp(graph, *, out=None, algorithm: str = "auto", backend: str = "auto",
         A source or target that no vertex has (a fractional id among them).
     MgapspError
         Bad input, an impossible option, or a store that would be overwritten.
+
+    Examples
+    --------
+    A dense matrix, read as SciPy reads one (0 off the diagonal: no edge); integer
+    weights whose sums stay small come back exact in float32:
+
+    >>> import mgapsp
+    >>> mgapsp.apsp([[0, 1, 0], [0, 0, 2], [4, 0, 0]])
+    array([[0., 1., 3.],
+           [6., 0., 2.],
+           [4., 5., 0.]], dtype=float32)
+
+    Edges as ``(src, dst, weight)`` arrays of labels; one source label gives one row:
+
+    >>> mgapsp.apsp(([10, 20, 30], [20, 30, 10], [1.0, 2.0, 4.0]), sources=20,
+    ...             targets=[10, 30])
+    array([6., 2.], dtype=float32)
+
+    With ``out``, a job fills a Zarr store, read back by label:
+
+    >>> import tempfile, os
+    >>> tmp = tempfile.mkdtemp()
+    >>> result = mgapsp.apsp(([10, 20, 30], [20, 30, 10], [1.0, 2.0, 4.0]),
+    ...                      out=os.path.join(tmp, "d.zarr"), predecessors=True)
+    >>> result.distance(20, 10), result.path(20, 10)
+    (6.0, [20, 30, 10])
     """
     g = as_graph(graph, directed=directed, unweighted=unweighted, weight=weight,
                  source=source, target=target)

@@ -32,7 +32,18 @@ def _as_slice(index):
 
 
 def open(path) -> "Result":  # noqa: A001 - mgapsp.open, as zarr.open and xarray's
-    """The store at ``path`` as a :class:`Result`."""
+    """The store at ``path`` as a :class:`Result`.
+
+    >>> import mgapsp, tempfile, os
+    >>> path = os.path.join(tempfile.mkdtemp(), "d.zarr")
+    >>> _ = mgapsp.apsp((["a", "b"], ["b", "c"], [1.5, 2.0]), out=path)
+    >>> result = mgapsp.open(path)
+    >>> result.distance("a", "c")
+    3.5
+    >>> result.distances(["a", "b"], ["c"])
+    array([[3.5],
+           [2. ]])
+    """
     return Result(path)
 
 

@@ -83,6 +83,7 @@ def read_graph(
         characters.
     EmptyGraphError
         The file holds no edges.
+
     UnsupportedError
         ``weight_column`` was given for a format that has no named columns.
 
@@ -108,6 +109,19 @@ def read_graph(
       EXPLICIT`` with any ``EDGE_WEIGHT_FORMAT`` (full matrix or one of the eight
       triangles, which stand for a symmetric matrix).  Every off-diagonal entry is
       an edge; the diagonal is ignored.
+
+    Examples
+    --------
+    >>> import mgapsp, os, tempfile
+    >>> path = os.path.join(tempfile.mkdtemp(), "triangle.csv")
+    >>> rows = ["src,dst,km", "0,1,2.5", "1,2,1.0", "2,0,4.0"]
+    >>> with open(path, "w") as f:
+    ...     _ = f.write(os.linesep.join(rows))
+    >>> g = mgapsp.read_graph(path, weight_column="km")
+    >>> g
+    <Graph 'triangle.csv': n=3, m=3, directed, weighted>
+    >>> mgapsp.apsp(g, sources=0)
+    array([0. , 2.5, 3.5])
     """
     if not isinstance(path, (str, bytes, os.PathLike)):
         raise GraphFormatError(f"the graph file must be a path (str or os.PathLike), got "
