@@ -9,6 +9,7 @@ import tempfile
 import numpy as np
 
 from . import hierarchy
+from .algorithms import needs_hierarchy
 from .backends import get_backend
 from .devices import gpu_count
 from .errors import InsufficientMemoryError, MgapspError, UnsupportedError, quote
@@ -279,7 +280,7 @@ def _in_process(graph: Graph, *, backend, algorithm, dtype, sources, targets, ba
                         hierarchy_ready=ready, may_build=may_build)
 
     plan = make_plan(may_build=True)
-    if plan.algorithm == "phast" and algorithm == "auto" and not ready:
+    if needs_hierarchy(plan.algorithm) and algorithm == "auto" and not ready:
         try:                    # built here, before the result is allocated
             hierarchy.for_graph(graph)
         except UnsupportedError:

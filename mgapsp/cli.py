@@ -14,9 +14,26 @@ import time
 import click
 import numpy as np
 
+from . import algorithms
 from .errors import GraphFormatError, MgapspError, UnknownLabelError
 
-_ALGORITHMS = ["auto", "bellman-ford", "dijkstra", "johnson", "floyd-warshall", "phast"]
+
+
+class _AlgorithmChoice(click.Choice):
+    """``auto`` and the registered algorithms (:mod:`mgapsp.algorithms`), as they are when
+    the command line is read."""
+
+    def __init__(self):
+        super().__init__(["auto"])
+
+    @property
+    def choices(self):
+        return ("auto",) + algorithms.names()
+
+    @choices.setter
+    def choices(self, value):       # click.Choice sets it; the registry is the truth
+        pass
+
 #: damaged batches listed one per line, at most
 _MAX_DAMAGED = 20
 
@@ -116,7 +133,7 @@ def _cluster_options(command):
 @click.option("--unweighted", is_flag=True, help="Ignore weights: every edge weighs 1.")
 @click.option("--weight-column", default=None,
               help="Weight column (name or 0-based index) for TNTP and CSV inputs.")
-@click.option("--algorithm", type=click.Choice(_ALGORITHMS), default="auto", show_default=True,
+@click.option("--algorithm", type=_AlgorithmChoice(), default="auto", show_default=True,
               help="phast: a contraction hierarchy built once per graph and kept beside "
                    "the store (road networks, non-negative weights; positive ones for "
                    "--predecessors).")

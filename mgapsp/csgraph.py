@@ -19,6 +19,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.sparse import csgraph as _scipy_csgraph
 
+from .algorithms import BELLMAN_FORD, DIJKSTRA, FLOYD_WARSHALL, JOHNSON
 from .backends import Backend, get_backend
 from .backends.cpu import find_negative_cycle
 from .devices import gpu_count
@@ -30,8 +31,8 @@ __all__ = ["shortest_path", "dijkstra", "bellman_ford", "johnson", "floyd_warsha
 
 NULL_IDX = -9999                       # SciPy's "no predecessor"
 #: SciPy's method -> (mgapsp's algorithm, SciPy's function)
-_METHODS = {"FW": ("floyd-warshall", "floyd_warshall"), "D": ("dijkstra", "dijkstra"),
-            "BF": ("bellman-ford", "bellman_ford"), "J": ("johnson", "johnson")}
+_METHODS = {"FW": (FLOYD_WARSHALL.name, "floyd_warshall"), "D": (DIJKSTRA.name, "dijkstra"),
+            "BF": (BELLMAN_FORD.name, "bellman_ford"), "J": (JOHNSON.name, "johnson")}
 Answer = np.ndarray | tuple            # distances, or (distances, predecessors[, sources])
 
 

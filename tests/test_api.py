@@ -13,11 +13,15 @@ from hypothesis import strategies as st
 from scipy.sparse import csgraph
 
 import mgapsp
-from mgapsp import Graph, MgapspError, NegativeCycleError, UnsupportedError
+from mgapsp import Graph, MgapspError, NegativeCycleError, UnsupportedError, algorithms
 
 from helpers import assert_distances_equal, cycle_weight, scipy_distances
 
-ALGORITHMS = ["auto", "dijkstra", "johnson", "bellman-ford", "floyd-warshall"]
+#: every algorithm the CPU backend runs (the registry's), and auto
+ALGORITHMS = ("auto",) + algorithms.names("cpu")
+#: those that take negative weights
+ANY_SIGN = ("auto",) + tuple(a for a in algorithms.names("cpu")
+                             if not algorithms.get(a).non_negative)
 
 
 @st.composite
@@ -46,7 +50,7 @@ def test_random_nonnegative(graph, algorithm, batch):
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(graph=graphs(negative=True),
-       algorithm=st.sampled_from(["auto", "johnson", "bellman-ford", "floyd-warshall"]))
+       algorithm=st.sampled_from(ANY_SIGN))
 def test_random_negative_weights(graph, algorithm):
     got, pred = mgapsp.apsp(graph, backend="cpu", algorithm=algorithm, dtype="float64",
                             predecessors=True)

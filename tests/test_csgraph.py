@@ -46,8 +46,6 @@ NEGATIVE_OK = ["shortest_path", "shortest_path-FW", "shortest_path-BF", "shortes
 class GPULikeBackend(CPUBackend):
     """The CPU backend refusing what the GPU's refuses: predecessors in float64."""
 
-    name = "gpu-like"
-
     def distances(self, graph, sources, *, algorithm, dtype, predecessors=False,
                   potentials=None, device=False, targets=None):
         if predecessors and np.dtype(dtype) != np.float32:

@@ -160,16 +160,14 @@ def test_api_refusals():
 
 
 def test_auto_picks_phast_once_the_hierarchy_is_built(tmp_path, monkeypatch):
-    from mgapsp.backends import backend_algorithms
     from mgapsp.plan import choose_algorithm, plan_job
 
     monkeypatch.setattr(hierarchy, "_MEMO", type(hierarchy._MEMO)())
     graph = planar_graph(np.random.default_rng(21), 300)
-    gpu = backend_algorithms("gpu")
-    assert choose_algorithm(graph, "auto", "gpu", 50, gpu) == "bellman-ford"
-    assert choose_algorithm(graph, "auto", "gpu", 50, gpu, hierarchy_ready=True) == "phast"
+    assert choose_algorithm(graph, "auto", "gpu", 50) == "bellman-ford"
+    assert choose_algorithm(graph, "auto", "gpu", 50, hierarchy_ready=True) == "phast"
     negative = reweighted(graph)
-    assert choose_algorithm(negative, "auto", "gpu", 50, gpu, hierarchy_ready=True) == "johnson"
+    assert choose_algorithm(negative, "auto", "gpu", 50, hierarchy_ready=True) == "johnson"
     kw = dict(algorithm="auto", backend="gpu", dtype="auto", sources=None, batch_size=None,
               n_workers=1, memory=2**34, hierarchy_ready=True)
     assert plan_job(graph, predecessors=False, **kw).algorithm == "phast"
@@ -227,18 +225,16 @@ def test_auto_builds_a_hierarchy_for_many_rows_of_a_road_network(data_dir):
     """On GPUs, auto builds a road network's hierarchy from AUTO_BUILD_SOURCES rows
     on, where the caller can build one (with predecessors, where every weight is
     positive); never for other graphs or the CPU backend."""
-    from mgapsp.backends import backend_algorithms
     from mgapsp.plan import AUTO_BUILD_SOURCES, choose_algorithm, plan_job
 
     rome = mgapsp.read_graph(data_dir / "rome99.gr")
-    gpu, cpu = backend_algorithms("gpu"), backend_algorithms("cpu")
     k = AUTO_BUILD_SOURCES
-    assert choose_algorithm(rome, "auto", "gpu", k, gpu, may_build=True) == "phast"
-    assert choose_algorithm(rome, "auto", "gpu", k - 1, gpu, may_build=True) == "bellman-ford"
-    assert choose_algorithm(rome, "auto", "gpu", k, gpu) == "bellman-ford"
-    assert choose_algorithm(rome, "auto", "cpu", k, cpu, may_build=True) == "dijkstra"
+    assert choose_algorithm(rome, "auto", "gpu", k, may_build=True) == "phast"
+    assert choose_algorithm(rome, "auto", "gpu", k - 1, may_build=True) == "bellman-ford"
+    assert choose_algorithm(rome, "auto", "gpu", k) == "bellman-ford"
+    assert choose_algorithm(rome, "auto", "cpu", k, may_build=True) == "dijkstra"
     social = mgapsp.read_graph(data_dir / "p2p-Gnutella09.txt")
-    assert choose_algorithm(social, "auto", "gpu", k, gpu, may_build=True) == "bellman-ford"
+    assert choose_algorithm(social, "auto", "gpu", k, may_build=True) == "bellman-ford"
     rows = np.tile(rome.labels, -(-k // rome.n))
     kw = dict(algorithm="auto", backend="gpu", dtype="auto", sources=rows, batch_size=None,
               n_workers=1, memory=2**34, may_build=True)

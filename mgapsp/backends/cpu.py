@@ -16,7 +16,8 @@ from scipy.sparse import csgraph
 from .. import hierarchy
 from ..errors import InsufficientMemoryError, NegativeCycleError, UnsupportedError
 from ..graph import Graph
-from .base import ALGORITHMS, SLAB_ALIGN, Backend, BatchResult
+from .. import algorithms as registry
+from .base import SLAB_ALIGN, Backend, BatchResult
 
 __all__ = ["CPUBackend", "bellman_ford_potentials", "find_negative_cycle"]
 
@@ -25,7 +26,6 @@ _SCIPY_NO_PRED = -9999
 
 class CPUBackend(Backend):
     name = "cpu"
-    algorithms = ALGORITHMS
 
     def __init__(self):
         # Per-process caches, keyed by graph fingerprint: the scipy CSR, the
@@ -42,12 +42,12 @@ class CPUBackend(Backend):
         # ``device`` changes nothing: the host is this backend's device
         sources = np.asarray(sources, dtype=np.int64)
         dtype = np.dtype(dtype)
+        registry.get(algorithm).check(graph, self.name)
+        entry = self.registered_entry(algorithm)
+        if entry is not None:
+            return entry(self, graph, sources, dtype=dtype, predecessors=predecessors,
+                         potentials=potentials, targets=targets)
         if algorithm == "dijkstra":
-            if graph.has_negative_weights:
-                raise UnsupportedError(
-                    f"dijkstra needs non-negative weights, but the graph has weight "
-                    f"{graph.min_weight:g}; use johnson or bellman-ford"
-                )
             dist, pred = _scipy_call(csgraph.dijkstra, self._scipy(graph), sources,
                                      predecessors)
         elif algorithm == "bellman-ford":
@@ -78,9 +78,8 @@ class CPUBackend(Backend):
                                        targets=targets)
             return BatchResult(dist, None, {"sources": len(sources)},
                                targets_only=targets is not None)
-        else:
-            raise UnsupportedError(f"unknown algorithm {algorithm!r}; "
-                                   f"choose one of {', '.join(ALGORITHMS)}")
+        else:       # registered without code for this backend
+            raise UnsupportedError(f"{algorithm} brings no code for the cpu backend")
         if pred is not None:
             pred = pred.astype(np.int32, copy=False)
             pred[pred == _SCIPY_NO_PRED] = -1

@@ -26,6 +26,7 @@ import numpy as np
 from distributed import as_completed
 
 from .. import config, hierarchy
+from ..algorithms import needs_hierarchy
 from ..errors import MgapspError, UnsupportedError
 from ..graph import Graph
 from ..plan import fw_by_slabs, owner_of_rows, plan_job
@@ -154,7 +155,7 @@ def _run_locked(graph: Graph, out: str, client, token: str, lock: StoreLock, *,
             potentials = fut.result()
         finally:
             fut.release()
-    if "phast" in (plan.algorithm, plan.cpu_algorithm):
+    if needs_hierarchy(plan.algorithm, plan.cpu_algorithm):
         # one worker builds the hierarchy (or finds it from an earlier job) before
         # the store exists (a graph that fills in is refused with nothing written)
         # and before the batches, which then read it

@@ -19,6 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from .. import config, hierarchy
+from ..algorithms import needs_hierarchy
 from ..backends import BatchResult, get_backend
 from ..devices import gpu_count
 from ..errors import MgapspError
@@ -157,7 +158,7 @@ def run_batch(store_path: str, fingerprint: str, run: str, batch: int, start: in
     if result is None:
         graph = _graph(job, fingerprint)
         potentials = job.potentials if graph.has_negative_weights else None
-        if algorithm == "phast":   # the job's hierarchy, once per process
+        if needs_hierarchy(algorithm):   # the job's hierarchy, once per process
             hierarchy.for_graph(graph, hierarchy_dir(store_path))
         load_s = time.perf_counter() - t0
         # a GPU block stays on the device: the writer cuts (and compresses) it there
