@@ -80,7 +80,10 @@ def main(ctx, verbose, quiet):
         # a lost worker or scheduler ends the job with one line of ours; Dask's client
         # would log its reconnection attempts and tracebacks besides, and asyncio a
         # "Future exception was never retrieved" for a timeout of the cluster's
-        # shutdown, collected after our error line (seen on a loaded host)
+        # shutdown, collected after our error line (seen on a loaded host).  Importing
+        # Distributed sets its loggers' levels from its configuration: first, then ours
+        import distributed  # noqa: F401
+
         logging.getLogger("distributed.client").setLevel(logging.CRITICAL)
         logging.getLogger("asyncio").setLevel(logging.CRITICAL)
     if verbose:
