@@ -32,6 +32,7 @@ from ..plan import fw_by_slabs, owner_of_rows, plan_job
 from ..store import Store, StoreLock, check_target, damaged_batches, new_run_id
 from . import fw_slabs
 from .cluster import ConfigPlugin
+from .dashboard import reporting
 from .report import JobReport
 from .tasks import (compute_hierarchy, compute_potentials, drop_slabs, hierarchy_dir,
                     probe_worker, run_batch)
@@ -85,6 +86,8 @@ def _run_locked(graph: Graph, out: str, client, token: str, lock: StoreLock, *,
                 t_call) -> JobReport:
     state = check_target(out, resume=resume, overwrite=overwrite)
     client.register_plugin(ConfigPlugin())   # the workers compute with our settings
+    # the job page on the dashboard (/mgapsp) follows the job through its callbacks
+    on_start, on_progress = reporting(client, token, graph.n, on_start, on_progress)
     if not client.scheduler_info(n_workers=-1)["workers"]:
         wait_s = config.get("cluster.worker-wait")
         # A cluster being started (a recipe, a batch system) may have no worker yet.
