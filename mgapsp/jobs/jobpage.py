@@ -15,7 +15,7 @@ import math
 
 import numpy as np
 from bokeh.layouts import column, row
-from bokeh.models import ColumnDataSource, DataTable, Div, HoverTool, TableColumn
+from bokeh.models import ColumnDataSource, Div, HoverTool
 from bokeh.plotting import figure
 from distributed.dashboard.components import add_periodic_callback
 from distributed.dashboard.components.scheduler import BOKEH_THEME, env
@@ -64,27 +64,26 @@ class JobPage:
         self.grid = figure(title="Batches", height=300, width=width, tools="",
                            toolbar_location=None, match_aspect=True)
         self.grid.rect("x", "y", width=0.9, height=0.9, color="colour",
-                       legend_field="state", source=self.grid_source)
+                       source=self.grid_source)
         self.grid.add_tools(HoverTool(tooltips=[("batches", "@batches"), ("state", "@state"),
                                                 ("worker", "@worker")]))
         self.grid.axis.visible = False
         self.grid.grid.visible = False
         self.grid.y_range.flipped = True
-        self.grid.legend.orientation = "horizontal"
-        self.grid.legend.location = "top_left"
+        # the key of the colours, above the grid (a legend inside it hides cells)
+        self.legend = Div(text=" ".join(
+            f'<span style="background:{c};padding:0 0.6em">&nbsp;</span> {name}&emsp;'
+            for c, name in zip(COLOURS, STATE_NAMES)), width=width)
 
-        columns = ("worker", "running", "stored", "compute_s", "write_s", "gpu_busy")
-        self.worker_source = ColumnDataSource({c: [] for c in columns})
+        self.worker_source = ColumnDataSource({"worker": [], "write_s": []})
         self.write = figure(title="Write seconds per worker", height=220,
                             width=width // 2, tools="", toolbar_location=None,
                             y_range=[""])
         self.write.hbar(y="worker", right="write_s", height=0.7, source=self.worker_source)
-        self.workers = DataTable(source=self.worker_source, width=width, height=160,
-                                 index_position=None, columns=[
-                                     TableColumn(field=c, title=c.replace("_", " "))
-                                     for c in columns])
-        self.root = column(self.header, self.bar, row(self.rate, self.write), self.grid,
-                           self.workers, self.store, self.plan)
+        # an HTML table (Bokeh's DataTable kept its first rows in Chromium, 3.9)
+        self.workers = Div(text="", width=width)
+        self.root = column(self.header, self.bar, row(self.rate, self.write), self.legend,
+                           self.grid, self.workers, self.store, self.plan)
 
     def update(self) -> None:
         plugin = getattr(self.scheduler, "plugins", {}).get(PLUGIN)
@@ -164,18 +163,24 @@ class JobPage:
     def _workers(self, job: JobRecord, now: float) -> None:
         running = np.bincount(job.worker[job.state == RUNNING], minlength=len(job.workers))
         elapsed = job.elapsed(now)
-        rows = {c: [] for c in self.worker_source.data}
+        gpus = bool(job.gpu_s)      # the GPU column only where a worker has a GPU
+        head = ["worker", "running", "stored", "compute s", "write s"] + (
+            ["GPU busy"] if gpus else [])
+        lines = []
         for i, w in enumerate(job.workers):
-            rows["worker"].append(w)
-            rows["running"].append(int(running[i]))
-            rows["stored"].append(job.stored_by[w])
-            rows["compute_s"].append(round(job.compute_s[w], 2))
-            rows["write_s"].append(round(job.write_s[w], 2))
-            gpu = job.gpu_s.get(w)
-            rows["gpu_busy"].append(f"{min(gpu / elapsed, 1):.0%}"
-                                    if gpu is not None and elapsed > 0 else "")
-        self.worker_source.data = rows
-        self.write.y_range.factors = rows["worker"] or [""]
+            cells = [html.escape(w), f"{running[i]:,}", f"{job.stored_by[w]:,}",
+                     f"{job.compute_s[w]:,.2f}", f"{job.write_s[w]:,.2f}"]
+            if gpus:
+                gpu = job.gpu_s.get(w)
+                cells.append(f"{min(gpu / elapsed, 1):.0%}" if gpu and elapsed > 0 else "")
+            lines.append("".join(f"<td>{c}</td>" for c in cells))
+        self.workers.text = (
+            '<table style="border-collapse:collapse;width:100%;text-align:right">'
+            "<tr>" + "".join(f"<th>{h}</th>" for h in head) + "</tr>"
+            + "".join(f"<tr>{line}</tr>" for line in lines) + "</table>")
+        self.worker_source.data = {"worker": list(job.workers),
+                                   "write_s": [job.write_s[w] for w in job.workers]}
+        self.write.y_range.factors = list(job.workers) or [""]
 
     def _store(self, job: JobRecord) -> None:
         raw = job.raw_bytes()
