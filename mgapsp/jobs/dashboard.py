@@ -22,6 +22,7 @@ import sys
 import time
 from typing import Callable
 
+import numpy as np
 from distributed.diagnostics.plugin import SchedulerPlugin
 
 from .. import config
@@ -157,10 +158,12 @@ class _Reporter:
         n_targets = plan.n_targets(self.n)
         itemsize = 4 if plan.dtype == "float32" else 8
         row_bytes = n_targets * itemsize + (self.n * 4 if plan.predecessors else 0)
-        done = store.done_mask() if store is not None else []
+        # which batches an earlier run stored (a fresh job has none: no read)
+        done = (np.flatnonzero(store.done_mask()).tolist()
+                if store is not None and report.resumed_batches else [])
         msg = {"op": "start", "run": self.run,
                "store": getattr(store, "path", ""),
-               "done": [int(b) for b, d in enumerate(done) if d],
+               "done": done,
                "repaired": [int(b) for b in report.repaired_batches],
                "plan": {"algorithm": plan.algorithm, "backend": plan.backend,
                         "cpu_algorithm": plan.cpu_algorithm, "dtype": plan.dtype,

@@ -141,7 +141,7 @@ class JobPage:
         n = job.n_batches
         group = max(1, math.ceil(n / MAX_CELLS))
         cells = math.ceil(n / group)
-        state = job.state
+        state = job.states()
         if group > 1:
             # the least advanced state of each cell's batches (pending < running < ...)
             pad = np.full(cells * group - n, 255, dtype=np.uint8)
@@ -161,7 +161,7 @@ class JobPage:
             f"{k} {v:,}" for k, v in counts.items() if v)
 
     def _workers(self, job: JobRecord, now: float) -> None:
-        running = np.bincount(job.worker[job.state == RUNNING], minlength=len(job.workers))
+        running = np.bincount(job.worker[job.states() == RUNNING], minlength=len(job.workers))
         elapsed = job.elapsed(now)
         gpus = bool(job.gpu_s)      # the GPU column only where a worker has a GPU
         head = ["worker", "running", "stored", "compute s", "write s"] + (

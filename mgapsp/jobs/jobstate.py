@@ -49,17 +49,20 @@ class JobRecord:
         self.n_rows = int(plan["n_sources"])
         #: bytes of one row before compression (distances, and predecessors if any)
         self.row_bytes = int(plan["row_bytes"])
-        self.state = np.full(self.n_batches, PENDING, dtype=np.uint8)
-        self.tries = np.zeros(self.n_batches, dtype=np.uint8)
+        # bytearrays, not NumPy: a transition reads and writes one item, which NumPy's
+        # scalars make several times slower (the scheduler calls it for every batch)
+        self.state = bytearray(self.n_batches)          # PENDING is 0
+        self.tries = bytearray(self.n_batches)
         #: index into ``workers`` of the worker that ran (or runs) each batch, -1 none
         self.worker = np.full(self.n_batches, -1, dtype=np.int32)
         self.workers: list[str] = []
         self._worker_index: dict[str, int] = {}
-        before = np.asarray(start.get("done", []), dtype=np.int64)
-        self.state[before] = BEFORE
+        before = [int(b) for b in start.get("done", ())]
+        for b in before:
+            self.state[b] = BEFORE
         # batches a resumed run found damaged: computed again, shown so
         self.repaired = set(int(b) for b in start.get("repaired", ()))
-        self.rows_before = int(self._rows(before).sum()) if len(before) else 0
+        self.rows_before = sum(self._rows(b) for b in before)
         self.rows_stored = self.rows_before
         self.started = now
         self.finished: float | None = None
@@ -83,7 +86,7 @@ class JobRecord:
         if not 0 <= batch < self.n_batches:
             return
         if finish == "processing":
-            self.tries[batch] = min(int(self.tries[batch]) + 1, 255)
+            self.tries[batch] = min(self.tries[batch] + 1, 255)
             self.state[batch] = RUNNING
             if worker is not None:
                 self.worker[batch] = self._index(worker)
@@ -91,7 +94,7 @@ class JobRecord:
             if self.state[batch] not in (STORED, RECOMPUTED):
                 again = self.tries[batch] > 1 or batch in self.repaired
                 self.state[batch] = RECOMPUTED if again else STORED
-                self.rows_stored += int(self._rows(np.array([batch]))[0])
+                self.rows_stored += self._rows(batch)
                 self._sample(now)
         elif finish == "erred":
             self.state[batch] = ERRED
@@ -149,8 +152,11 @@ class JobRecord:
         return left / rate if rate > 0 else None
 
     def counts(self) -> dict[str, int]:
-        n = np.bincount(self.state, minlength=len(STATE_NAMES))
-        return {name: int(n[i]) for i, name in enumerate(STATE_NAMES)}
+        return {name: self.state.count(i) for i, name in enumerate(STATE_NAMES)}
+
+    def states(self) -> np.ndarray:
+        """Each batch's state (a view, for drawing)."""
+        return np.frombuffer(self.state, dtype=np.uint8)
 
     def raw_bytes(self) -> int:
         """Bytes the reported batches' rows take uncompressed."""
@@ -160,9 +166,9 @@ class JobRecord:
         return self.rows_stored >= self.n_rows
 
     # --- helpers --------------------------------------------------------------
-    def _rows(self, batches: np.ndarray) -> np.ndarray:
-        start = batches * self.batch_size
-        return np.minimum(start + self.batch_size, self.n_rows) - start
+    def _rows(self, batch: int) -> int:
+        start = batch * self.batch_size
+        return min(start + self.batch_size, self.n_rows) - start
 
     def _index(self, worker: str) -> int:
         i = self._worker_index.get(worker)
