@@ -176,6 +176,7 @@ def run(graph, out, fmt, directed, unweighted, weight_column, algorithm, backend
     quiet = quiet or click.get_current_context().obj.get("quiet", False)
     from .api import resolve_backend
     from .jobs.cluster import connect, one_process, tls_security
+    from .jobs.dashboard import page_link
     from .jobs.driver import run_job
     from .jobs.progress import ProgressBar
     from .plan import small_job
@@ -235,6 +236,7 @@ def run(graph, out, fmt, directed, unweighted, weight_column, algorithm, backend
                  security=security, gpus=gpus, cpu_workers=cpu_workers) as client:
         if client.dashboard_link and dashboard:
             click.echo(f"  dashboard: {client.dashboard_link}")
+            click.echo(f"  job page:  {page_link(client)}")
         with _maybe_performance_report(performance_report):
             report = run_job(g, out, client, algorithm=algorithm,
                              backend="hybrid" if cpu_workers else backend,

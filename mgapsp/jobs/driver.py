@@ -34,6 +34,7 @@ from ..plan import fw_by_slabs, owner_of_rows, plan_job
 from ..store import Store, StoreLock, check_target, damaged_batches, new_run_id
 from . import fw_slabs
 from .cluster import ConfigPlugin
+from .dashboard import reporting
 from .report import JobReport
 from .tasks import (compute_hierarchy, compute_potentials, drop_slabs, hierarchy_dir,
                     probe_worker, run_batch)
@@ -126,8 +127,11 @@ class _Job:
     # -- before anything is written ----------------------------------------------------
     def probe(self) -> None:
         """The workers, and what they offer: the backend to run and its memory."""
-        client = self.client
+        client, req = self.client, self.req
         client.register_plugin(ConfigPlugin())   # the workers compute with our settings
+        # the job page on the dashboard (/mgapsp) follows the job through its callbacks
+        req.on_start, req.on_progress = reporting(client, self.token, req.graph.n,
+                                                  req.on_start, req.on_progress)
         if not client.scheduler_info(n_workers=-1)["workers"]:
             wait_s = config.get("cluster.worker-wait")
             # A cluster being started (a recipe, a batch system) may have no worker yet.
