@@ -27,7 +27,7 @@ from .errors import (
 from .memory import memory_limit
 
 __all__ = ["Graph", "MAX_VERTICES", "graph_bytes", "check_memory",
-           "check_graph_fits"]
+           "check_graph_fits", "lookup_array"]
 
 MAX_VERTICES = 2**31 - 1
 
@@ -187,7 +187,7 @@ class Graph:
         an unknown label raises :class:`~mgapsp.errors.UnknownLabelError` naming it."""
         if self.object_labels:
             return self._object_index_of(labels, what)
-        wanted = _lookup_array(labels, self.vertex_ids.dtype, what)
+        wanted = lookup_array(labels, self.vertex_ids.dtype, what)
         base = self.id_base
         if base is not None:
             idx = wanted - base
@@ -502,7 +502,7 @@ def _is_int(value) -> bool:
     return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
 
 
-def _lookup_array(labels, dtype: np.dtype, what: str) -> np.ndarray:
+def lookup_array(labels, dtype: np.dtype, what: str) -> np.ndarray:
     """``labels`` (a label or a sequence) as an array comparable with labels of
     ``dtype``; a label of the wrong kind, or an integer outside ``dtype``'s range (never
     wrapped into it), raises UnknownLabelError."""

@@ -12,7 +12,7 @@ import numpy as np
 from zarr.core.buffer import default_buffer_prototype
 
 from .errors import MgapspError, StoreError, UnknownLabelError
-from .graph import _lookup_array
+from .graph import lookup_array
 from .memory import fresh_array
 from .store import Store, damaged_batches
 
@@ -107,7 +107,7 @@ class Result:
         lookup, kind = self._lookup(which)
         if isinstance(labels, tuple) and self.store.attrs["graph"].get("object_labels"):
             labels = [labels]   # the graph's labels were tuples: a tuple is one of them
-        wanted = _lookup_array(labels, kind, which)
+        wanted = lookup_array(labels, kind, which)
         out = np.empty(len(wanted), dtype=np.int64)
         for k, label in enumerate(wanted.tolist()):
             if label not in lookup:

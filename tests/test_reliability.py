@@ -416,7 +416,7 @@ def test_disk_errors_name_the_file(tmp_path):
     answers every write with ENOSPC) and a directory that cannot be made."""
     import errno
 
-    from mgapsp.store.files import _pwrite, _write_file
+    from mgapsp.store.files import _pwrite, write_file_atomic
 
     if not os.path.exists("/dev/full"):
         pytest.skip("no /dev/full on this system")
@@ -430,7 +430,7 @@ def test_disk_errors_name_the_file(tmp_path):
     assert str(tmp_path / "s.zarr" / "c" / "0.partial") in str(info.value)
     (tmp_path / "afile").write_text("x")
     with pytest.raises(OSError) as info:
-        _write_file(tmp_path / "afile" / "c" / "0", b"data")
+        write_file_atomic(tmp_path / "afile" / "c" / "0", b"data")
     assert str(tmp_path / "afile") in str(info.value)
 
 

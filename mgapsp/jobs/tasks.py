@@ -26,7 +26,7 @@ from ..errors import MgapspError
 from ..graph import Graph
 from ..store import Store
 
-__all__ = ["run_batch", "compute_potentials", "compute_hierarchy", "hierarchy_dir",
+__all__ = ["run_batch", "job_store", "compute_potentials", "compute_hierarchy", "hierarchy_dir",
            "probe_worker", "cached_rows", "keep_slab", "drop_slabs"]
 
 _LOCK = threading.Lock()
@@ -66,7 +66,7 @@ def _run(store_path: str, fingerprint: str, run: str) -> _Run:
         return _RUNS[key]
 
 
-def _job_store(store_path: str, fingerprint: str, run: str) -> Store:
+def job_store(store_path: str, fingerprint: str, run: str) -> Store:
     """The store of run ``run``; refuses another graph's store."""
     return _run(store_path, fingerprint, run).store
 

@@ -442,9 +442,9 @@ class Store:
         if not len(batches):
             return
         if self.workers_mark_batches:
-            from .files import _Layout
+            from .files import ChunkLayout
 
-            lay = _Layout(self.array("batch_done"))
+            lay = ChunkLayout(self.array("batch_done"))
             for b in batches:
                 if lay.root is not None:
                     (lay.root / lay.key((int(b),))).unlink(missing_ok=True)
