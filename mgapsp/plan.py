@@ -11,6 +11,7 @@ from dataclasses import dataclass
 import math
 
 import numpy as np
+import scipy.sparse as sp
 
 from . import algorithms as registry
 from .algorithms import BELLMAN_FORD, DIJKSTRA, FLOYD_WARSHALL, JOHNSON, PHAST
@@ -20,7 +21,7 @@ from . import config
 from .graph import Graph
 from . import hierarchy
 
-__all__ = ["JobPlan", "plan_job", "choose_algorithm", "choose_batch_size", "column_chunk",
+__all__ = ["JobPlan", "plan_job", "choose_algorithm", "road_like", "choose_batch_size", "column_chunk",
            "fw_by_slabs", "slab_bounds", "owner_of_rows", "small_job", "DTYPES"]
 
 DTYPES = ("auto", "float32", "float64")
@@ -102,7 +103,7 @@ def _auto(graph: Graph, backend: str, n_sources: int, hierarchy_ready: bool,
         return FLOYD_WARSHALL.name
     if backend == "gpu" and not graph.has_negative_weights and (
             hierarchy_ready or (may_build and n_sources >= AUTO_BUILD_SOURCES
-                                and hierarchy.road_like(graph))):
+                                and road_like(graph))):
         # with its hierarchy built, a PHAST sweep beat Bellman-Ford on every road
         # network measured (NY 25x, Austin 17x, a Delaunay mesh 4x per batch); a new
         # one only for road networks (seconds to build; on graphs that fill in,
@@ -116,6 +117,47 @@ def _auto(graph: Graph, backend: str, n_sources: int, hierarchy_ready: bool,
     # on the GPU, Bellman-Ford beat Crauser's Dijkstra on every graph measured, unit or
     # weighted, so there is no crossover to choose by
     return BELLMAN_FORD.name if backend == "gpu" else DIJKSTRA.name
+
+
+#: the shape ``auto`` takes for a road network worth building a hierarchy for: the
+#: road networks measured have a mean (undirected) degree of 2.8-3.2, at most 10
+#: neighbours, and a hop eccentricity of 0.85-1.3 times the square root of their
+#: size; social graphs (Gnutella, co-authorships: eccentricity <= 0.26 sqrt(n),
+#: hubs of 80-500) and Delaunay meshes (degree 6, whose hierarchies cost seconds and
+#: sweep only 4x faster than Bellman-Ford) fail one of them
+ROAD_MEAN_DEGREE = 3.5
+ROAD_MAX_DEGREE = 16
+ROAD_HOPS = 0.7
+
+
+def road_like(graph: Graph) -> bool:
+    """Whether ``graph`` has the shape of a road network (:data:`ROAD_MEAN_DEGREE`,
+    :data:`ROAD_MAX_DEGREE`, :data:`ROAD_HOPS`): sparse, no hubs, long in hops.  Its
+    hierarchy then stays small.  Linear time: two breadth-first sweeps of the largest
+    component, the second from the first's farthest vertex."""
+    n = graph.n
+    if n == 0 or graph.has_negative_weights:
+        return False
+    src = graph.sources_of_edges
+    keep = src != graph.indices
+    A = sp.csr_matrix((np.ones(int(keep.sum()), dtype=np.int8),
+                       (src[keep], graph.indices[keep])), shape=(n, n))
+    A = (A + A.T).tocsr()
+    degree = np.diff(A.indptr)
+    if degree.mean() > ROAD_MEAN_DEGREE or degree.max(initial=0) > ROAD_MAX_DEGREE:
+        return False
+    from scipy.sparse import csgraph
+
+    _, label = csgraph.connected_components(A, directed=False)
+    sizes = np.bincount(label)
+    big = int(sizes.argmax())
+    far = int(np.flatnonzero(label == big)[0])
+    hops = 0.0
+    for _ in range(2):
+        d = csgraph.shortest_path(A, directed=False, unweighted=True, indices=far)
+        d[np.isinf(d)] = -1
+        far, hops = int(d.argmax()), float(d.max())
+    return bool(hops >= ROAD_HOPS * np.sqrt(sizes[big]))
 
 
 #: a job of at most this many (source, vertex or edge) steps is one batch: it takes

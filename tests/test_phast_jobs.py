@@ -9,6 +9,8 @@ import zarr
 
 import mgapsp
 from mgapsp import hierarchy
+from mgapsp.plan import road_like
+from mgapsp.backends import cpu_sweep
 from mgapsp.backends import get_backend
 from mgapsp.errors import UnsupportedError
 from mgapsp.graph import Graph
@@ -162,7 +164,7 @@ def test_api_refusals():
 def test_auto_picks_phast_once_the_hierarchy_is_built(tmp_path, monkeypatch):
     from mgapsp.plan import choose_algorithm, plan_job
 
-    monkeypatch.setattr(hierarchy, "_MEMO", type(hierarchy._MEMO)())
+    monkeypatch.setattr(hierarchy.storage, "_MEMO", type(hierarchy.storage._MEMO)())
     graph = planar_graph(np.random.default_rng(21), 300)
     assert choose_algorithm(graph, "auto", "gpu", 50) == "bellman-ford"
     assert choose_algorithm(graph, "auto", "gpu", 50, hierarchy_ready=True) == "phast"
@@ -182,7 +184,7 @@ def test_auto_picks_phast_once_the_hierarchy_is_built(tmp_path, monkeypatch):
     hierarchy.cached(graph, tmp_path)
     assert not hierarchy.known(graph)                       # not in memory yet
     assert hierarchy.known(graph, tmp_path) and hierarchy.known(graph)
-    monkeypatch.setattr(hierarchy, "AUTO_ARCS", 0)          # one that fills in: not used
+    monkeypatch.setattr(hierarchy.storage, "AUTO_ARCS", 0)          # one that fills in: not used
     assert not hierarchy.known(graph)
 
 
@@ -211,14 +213,14 @@ def test_gpu_batches_are_sized_for_the_sweep_state_and_the_block():
     ("ChicagoSketch_net.tntp", True), ("p2p-Gnutella09.txt", False),
     ("CA-GrQc.txt", False), ("netscience.mtx", False), ("USAir97.mtx", False)])
 def test_road_like(data_dir, name, road):
-    assert hierarchy.road_like(mgapsp.read_graph(data_dir / name)) is road
+    assert road_like(mgapsp.read_graph(data_dir / name)) is road
 
 
 def test_meshes_and_negative_weights_are_not_road_like():
     mesh = planar_graph(np.random.default_rng(2), 4000)     # Delaunay: degree 6
-    assert not hierarchy.road_like(mesh)
-    assert not hierarchy.road_like(reweighted(mesh))
-    assert not hierarchy.road_like(Graph.from_edges([], [], [], n=5))     # no edges
+    assert not road_like(mesh)
+    assert not road_like(reweighted(mesh))
+    assert not road_like(Graph.from_edges([], [], [], n=5))     # no edges
 
 
 def test_auto_builds_a_hierarchy_for_many_rows_of_a_road_network(data_dir):

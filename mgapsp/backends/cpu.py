@@ -14,6 +14,7 @@ import numpy as np
 from scipy.sparse import csgraph
 
 from .. import hierarchy
+from . import cpu_sweep
 from ..errors import InsufficientMemoryError, NegativeCycleError, UnsupportedError
 from ..graph import Graph
 from .. import algorithms as registry
@@ -71,10 +72,10 @@ class CPUBackend(Backend):
         elif algorithm == "phast":
             if predecessors:
                 hierarchy.check_predecessors(graph)
-                dist, pred = hierarchy.distances(hierarchy.for_graph(graph), sources,
+                dist, pred = cpu_sweep.distances(hierarchy.for_graph(graph), sources,
                                                  dtype=dtype, predecessors=True)
                 return BatchResult(dist, pred, {"sources": len(sources)})
-            dist = hierarchy.distances(hierarchy.for_graph(graph), sources, dtype=dtype,
+            dist = cpu_sweep.distances(hierarchy.for_graph(graph), sources, dtype=dtype,
                                        targets=targets)
             return BatchResult(dist, None, {"sources": len(sources)},
                                targets_only=targets is not None)
