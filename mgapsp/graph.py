@@ -21,7 +21,7 @@ from .errors import (
     EmptyGraphError,
     GraphFormatError,
     UnknownLabelError,
-    _fmt_bytes,
+    format_bytes,
     quote,
 )
 from .memory import memory_limit
@@ -366,8 +366,8 @@ def check_memory(what: str, needed: int, *, where: str | None = None,
         return
     free, who = memory_limit()
     if needed > free:
-        raise GraphFormatError(f"{what}: {subject} would need {_fmt_bytes(needed)}, "
-                               f"{who} {_fmt_bytes(free)} available", where, line)
+        raise GraphFormatError(f"{what}: {subject} would need {format_bytes(needed)}, "
+                               f"{who} {format_bytes(free)} available", where, line)
 
 
 def check_graph_fits(what: str, n: int, edges: int = 0, *, records: int = 0,
