@@ -355,6 +355,10 @@ def info(store):
     state = "complete" if done.all() else "incomplete"
     click.echo(f"progress: {rows:,}/{plan.n_sources:,} rows, {int(done.sum()):,}/"
                f"{plan.n_batches:,} batches ({state}), last recorded {p['updated']}")
+    if s.unreadable_flags:
+        click.echo(f"damaged: the flags of {len(s.unreadable_flags):,} batch(es) are "
+                   f"unreadable: {', '.join(batch_ranges(s.unreadable_flags)[:20])}; "
+                   "they count as not done (--resume or repair computes them again)")
     damaged = damaged_batches(s)
     if damaged:
         click.echo(f"damaged: {len(damaged):,} flagged batch(es) fail their checks: "

@@ -122,7 +122,8 @@ class Graph:
         if not self.m:
             return 0.0
         w = np.abs(self.weights)
-        return float(min(max(self.n - 1, 0) * w.max(), w.sum()))
+        with np.errstate(over="ignore"):        # inf: past float64 (see plan.choose_dtype)
+            return float(min(max(self.n - 1, 0) * w.max(), w.sum()))
 
     @property
     def has_negative_weights(self) -> bool:

@@ -320,6 +320,14 @@ def choose_dtype(graph: Graph, dtype: str, *, predecessors: bool = False,
     # cached on the graph, so that repeated calls on one graph do not pass over every
     # weight again
     integral, bound = graph.integral_weights, graph.path_sum_bound
+    if not math.isfinite(bound):
+        # a path's sum could pass float64's largest value and be stored as inf, which
+        # reads as "unreachable"
+        what = f"graph {graph.name!r}" if graph.name else "the graph"
+        raise MgapspError(
+            f"the weights of {what} (up to {float(np.abs(graph.weights).max()):.3g}) could "
+            "add up past float64's largest value along a path, which would read as "
+            "unreachable; scale them down")
     exact32 = integral and bound <= FLOAT32_EXACT
     if dtype == "float64":
         return dtype, "asked for"

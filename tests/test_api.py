@@ -253,3 +253,18 @@ def test_import_and_in_process_calls_leave_the_job_layers_out():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True).stdout.splitlines()
     assert out == ["", "dask"], out        # the knobs are read through dask.config
+
+
+def test_sums_past_float64_are_refused_not_read_as_unreachable(tmp_path):
+    """Weights whose path sums overflow float64: SciPy answers inf ("unreachable") for
+    a vertex that is reachable; mgapsp refuses in one line, before any store exists.
+    Sums that stay finite are answered as SciPy answers them."""
+    g = mgapsp.as_graph(([0, 1], [1, 2], [1e308, 1e308]))
+    assert np.isinf(csgraph.dijkstra(g.to_scipy(), indices=0)[2])
+    with pytest.raises(MgapspError, match="past float64's largest value"):
+        mgapsp.apsp(g)
+    with pytest.raises(MgapspError, match="past float64's largest value"):
+        mgapsp.apsp(g, out=tmp_path / "s.zarr")
+    assert not (tmp_path / "s.zarr").exists()
+    big = mgapsp.as_graph(([0, 1], [1, 2], [1e307, 1e307]))
+    np.testing.assert_array_equal(mgapsp.apsp(big), csgraph.dijkstra(big.to_scipy()))

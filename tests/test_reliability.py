@@ -356,6 +356,24 @@ def _edit_attrs(out: Path, edit) -> None:
     (out / "zarr.json").write_text(json.dumps(meta))
 
 
+@pytest.mark.slow       # mgapsp in subprocesses
+def test_a_garbage_flag_is_damage_not_a_crash(finished, tmp_path, data_dir, rome):
+    """A batch's flag overwritten with garbage: info names it, a read of the store says
+    its rows are not computed (one line), --resume computes them again, and every row
+    then equals SciPy's."""
+    out = _copy(finished, tmp_path)
+    (out / "batch_done" / "c" / "3").write_bytes(b"xyz")
+    info = faults.mgapsp("info", out)
+    assert info.rc == 0, info.err
+    assert "the flags of 1 batch(es) are unreadable: 3" in info.out
+    with pytest.raises(mgapsp.MgapspError, match="not computed yet"):
+        mgapsp.open(out).distances()
+    r = faults.mgapsp("run", data_dir / "rome99.gr", "-o", out, "--resume", "--predecessors",
+                      "--backend", "cpu", "--workers", 1, "-q")
+    assert r.rc == 0, r.err
+    assert_distances_equal(mgapsp.open(out).distances(), scipy_distances(rome))
+
+
 @pytest.mark.parametrize("damage", [
     "truncated shard", "damaged index", "attribute missing", "array missing",
     "job key missing", "batch size edited"])
