@@ -82,6 +82,10 @@ KNOBS: dict[str, Knob] = {
     "jobs.in-flight-per-thread": Knob(
         2, int, "batch tasks a job keeps submitted per worker thread, so that a thread "
         "that frees finds one waiting"),
+    "cluster.hung-worker": Knob(
+        60.0, float, "seconds without a heartbeat after which a job takes a worker for "
+        "hung (stopped, or stuck on a GPU or a file system) and has the scheduler close "
+        "it, so that its batches run on the others", user=True),
     "jobs.stall-timeout": Knob(
         1800.0, float, "seconds without a finished batch (or ten times the slowest batch, "
         "if longer) after which a job stops with an error rather than wait on a hung "

@@ -59,6 +59,18 @@ def test_all_workers_killed_none_back_one_line_within_the_wait(tmp_path):
 
 
 @pytest.mark.slow
+def test_a_hung_worker_is_closed_and_the_job_completes(tmp_path):
+    """A worker that stops answering (SIGSTOP) is closed once its heartbeats are
+    mgapsp.cluster.hung-worker seconds old; its batches run on the other, and the job
+    ends within the stall timeout plus 30 s with every row right."""
+    r = faults.one_worker_hung(tmp_path, hung_after=5, stall=10)
+    assert r["flags_at_stop"] < 48
+    assert r["outcome"].rc == 0, r["outcome"].err
+    assert r["seconds_after_stop"] < 10 + 30
+    assert faults.verify_all(r["store"]).rc == 0
+
+
+@pytest.mark.slow
 def test_scheduler_killed_one_line(tmp_path):
     r = faults.scheduler_killed(tmp_path)
     assert r["flags_at_kill"] < 48

@@ -331,7 +331,7 @@ class _Job:
             for fut in running:
                 current[:] = [fut]
                 try:
-                    stats = fut.result()        # raises the batch's error
+                    stats = _result(fut, watchdog)  # raises the batch's error
                 except Exception as exc:
                     raise _job_error(exc, watchdog, self.store) from exc
                 watchdog.progress(stats["compute_s"] + stats["write_s"])
@@ -382,6 +382,19 @@ class _Job:
             self.record()
         report.marks["recorded"] = report.seconds = time.perf_counter() - t0
         return report
+
+
+def _result(fut, watchdog: Watchdog):
+    """A finished batch's statistics.  They are on its worker: fetched with a deadline,
+    so that a worker that hangs meanwhile ends the wait when the watchdog acts (it
+    closes the worker, and Dask computes the batch again elsewhere, or it ends the
+    job)."""
+    while True:
+        try:
+            return fut.result(timeout=watchdog.interval)
+        except TimeoutError:
+            if fut.status == "error" or watchdog.reason:    # the batch's own error
+                raise
 
 
 def check_for_repair(path) -> tuple[dict[int, str], int]:
