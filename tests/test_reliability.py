@@ -135,6 +135,19 @@ def test_a_second_run_on_a_locked_store_is_refused(cpu_client, rome, tmp_path):
     assert not StoreLock(out, "x").path.exists()
 
 
+def test_odd_store_paths_and_locks_are_one_line(cpu_client, rome, tmp_path):
+    """A file system's root as the store, and a lock file that holds no run's record
+    (JSON of another shape): one StoreError each, naming what to do, nothing written."""
+    with pytest.raises(StoreError, match="not a file system's root"):
+        run_job(rome, "/", cpu_client, batch_size=256)
+    out = tmp_path / "s.zarr"
+    Path(f"{out}.lock").write_text("[1, 2]")
+    with pytest.raises(StoreError, match="holds no run's record.*delete it"):
+        run_job(rome, out, cpu_client, batch_size=256)
+    assert not out.exists()
+    assert StoreLock(out, "x").holder() == {}
+
+
 def test_a_stale_lock_is_taken_over(cpu_client, rome, tmp_path):
     out = tmp_path / "stale.zarr"
     lock = StoreLock(out, "x").path
