@@ -280,6 +280,10 @@ def _summary(out, report, n_workers, size):
         click.echo("  rows by backend: " + ", ".join(
             f"{k} {v:,}" for k, v in sorted(report.per_backend.items())))
     store = report.store
+    if report.resume_check == "quick" and report.resumed_batches:
+        click.echo(f"  resumed: the {report.resumed_batches:,} batches stored before were "
+                   f"checked quickly (files whole); `mgapsp repair {out}` checks every "
+                   "chunk's checksum")
     if report.repaired_batches:
         from .store import batch_ranges
 

@@ -76,6 +76,10 @@ KNOBS: dict[str, Knob] = {
         "batch of their worker computes (a job's last batches), shared "
         "among the host's GPU workers; more slowed the page cache's writes on a "
         "two-GPU host"),
+    "store.deep-check-bytes": Knob(
+        2 * 2**30, int, "a resumed store this small or smaller has every stored chunk's "
+        "checksum checked (a second or two); a larger one only its files whole (mgapsp "
+        "repair checks every chunk)", user=True),
     "store.chunk-elements": Knob(
         16 * 2**20, int, "values in one stored chunk: files large enough for parallel "
         "file systems, small enough to read a row cheaply"),

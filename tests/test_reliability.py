@@ -316,6 +316,26 @@ def test_resume_recomputes_a_damaged_batch(cpu_client, rome, tmp_path):
     assert_distances_equal(Store.open(out).group["distances"][:], scipy_distances(rome))
 
 
+def test_resume_checks_a_small_store_deeply(cpu_client, rome, tmp_path):
+    """Flipped bytes inside a shard's data pass the quick check (the file is whole):
+    --resume of a store under mgapsp.store.deep-check-bytes checks every chunk's
+    checksum and computes that batch again; over it, the run says it checked quickly."""
+    import dask.config
+
+    out = tmp_path / "deep.zarr"
+    _store(rome, cpu_client, out)
+    faults._flip(faults._shard(out, 3), 40, 64)
+    with dask.config.set({"mgapsp.store.deep-check-bytes": 1}):
+        quick = run_job(rome, out, cpu_client, dtype="float64", batch_size=256,
+                        resume=True)
+    assert quick.resume_check == "quick" and quick.repaired_batches == []
+    assert damaged_batches(Store.open(out), deep=True)          # still there
+    deep = run_job(rome, out, cpu_client, dtype="float64", batch_size=256, resume=True)
+    assert deep.resume_check == "deep" and deep.repaired_batches == [3]
+    assert not damaged_batches(Store.open(out), deep=True)
+    assert_distances_equal(Store.open(out).group["distances"][:], scipy_distances(rome))
+
+
 def test_every_chunk_carries_a_checksum(cpu_client, rome, tmp_path):
     s = _store(rome, cpu_client, tmp_path / "crc.zarr")
     codecs = s.group["distances"].metadata.codecs[0].codecs    # inside the shard

@@ -62,7 +62,7 @@ class JobRequest:
     predecessors: bool = False
     resume: bool = False
     overwrite: bool = False
-    check: str = "quick"
+    check: str = "auto"
     on_start: Callable[[JobReport], None] | None = None
     on_progress: Callable[[JobReport, int, int], None] | None = None
 
@@ -76,8 +76,9 @@ def run_job(graph: Graph, out, client, *, lock: StoreLock | None = None,
 
     The run holds the store's lock throughout (:mod:`mgapsp.store.lock`): ``lock``,
     taken by the caller, or one it takes.  A resumed store's flagged batches are
-    checked first (``check``: ``"quick"``, each file whole, or ``"deep"``, every
-    chunk's checksum too); damaged ones are computed again.
+    checked first (``check``: ``"quick"``, each file whole, ``"deep"``, every
+    chunk's checksum too, or ``"auto"``, deep for a store of at most
+    ``mgapsp.store.deep-check-bytes``); damaged ones are computed again.
     """
     t_call = time.perf_counter()
     request = JobRequest(graph, os.fspath(out), **options)
@@ -198,7 +199,11 @@ class _Job:
         if removed:
             log.info("%s: removed %d file(s) a killed writer left half written",
                      out, removed)
-        self.damaged = damaged_batches(store, deep=self.req.check == "deep")
+        deep = self.req.check == "deep" or (
+            self.req.check == "auto"
+            and _stored_bytes(store.path) <= config.get("store.deep-check-bytes"))
+        self.resume_check = "deep" if deep else "quick"
+        self.damaged = damaged_batches(store, deep=deep)
         for b, problem in sorted(self.damaged.items()):
             log.warning("%s: batch %d is damaged (%s); computing it again", out, b, problem)
         store.unmark_batches(sorted(self.damaged))
@@ -251,7 +256,8 @@ class _Job:
                  "before)", store.path, plan.algorithm, plan.backend, plan.dtype,
                  plan.n_sources, plan.n_batches, plan.batch_size, int(done.sum()))
         report = JobReport(plan=plan, store=store, resumed_batches=int(done.sum()),
-                           repaired_batches=sorted(self.damaged))
+                           repaired_batches=sorted(self.damaged),
+                           resume_check=getattr(self, "resume_check", None))
         todo = [b for b in range(plan.n_batches) if not done[b]]
         self.rows_done = sum(plan.rows(b)[1] - plan.rows(b)[0] for b in np.flatnonzero(done))
         self.n_done = int(done.sum())
@@ -382,6 +388,16 @@ class _Job:
             self.record()
         report.marks["recorded"] = report.seconds = time.perf_counter() - t0
         return report
+
+
+def _stored_bytes(path: str) -> int:
+    """Bytes of the files under the store at ``path``."""
+    total = 0
+    for root, _dirs, files in os.walk(path):
+        for name in files:
+            with contextlib.suppress(OSError):
+                total += os.path.getsize(os.path.join(root, name))
+    return total
 
 
 def _result(fut, watchdog: Watchdog):
