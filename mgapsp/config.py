@@ -79,8 +79,7 @@ KNOBS: dict[str, Knob] = {
     "store.deep-check-bytes": Knob(
         2 * 2**30, int, "a resumed store this small or smaller has every stored chunk's "
         "checksum checked (about 6 s for 2 GiB on 2 cores); a larger one only its files "
-        "whole (mgapsp "
-        "repair checks every chunk)", user=True),
+        "whole (mgapsp repair checks every chunk)", user=True),
     "store.chunk-elements": Knob(
         16 * 2**20, int, "values in one stored chunk: files large enough for parallel "
         "file systems, small enough to read a row cheaply"),
