@@ -31,7 +31,7 @@ from ..algorithms import needs_hierarchy
 from ..errors import MgapspError, UnsupportedError
 from ..graph import Graph
 from ..plan import fw_by_slabs, owner_of_rows, plan_job
-from ..store import Store, StoreLock, check_target, damaged_batches, new_run_id
+from ..store import Store, StoreLock, check_target, damaged_batches, new_run_id, store_size
 from . import fw_slabs
 from .cluster import ConfigPlugin
 from .dashboard import reporting
@@ -108,6 +108,7 @@ class _Job:
         self.store: Store | None = None
         self.existing = False
         self.damaged: dict[int, str] = {}
+        self.resume_check: str | None = None    # "deep" or "quick", for a resumed store
 
     def run(self) -> JobReport:
         state = check_target(self.req.out, resume=self.req.resume,
@@ -201,7 +202,7 @@ class _Job:
                      out, removed)
         deep = self.req.check == "deep" or (
             self.req.check == "auto"
-            and _stored_bytes(store.path) <= config.get("store.deep-check-bytes"))
+            and store_size(store.path) <= config.get("store.deep-check-bytes"))
         self.resume_check = "deep" if deep else "quick"
         self.damaged = damaged_batches(store, deep=deep)
         for b, problem in sorted(self.damaged.items()):
@@ -257,7 +258,7 @@ class _Job:
                  plan.n_sources, plan.n_batches, plan.batch_size, int(done.sum()))
         report = JobReport(plan=plan, store=store, resumed_batches=int(done.sum()),
                            repaired_batches=sorted(self.damaged),
-                           resume_check=getattr(self, "resume_check", None))
+                           resume_check=self.resume_check)
         todo = [b for b in range(plan.n_batches) if not done[b]]
         self.rows_done = sum(plan.rows(b)[1] - plan.rows(b)[0] for b in np.flatnonzero(done))
         self.n_done = int(done.sum())
@@ -388,16 +389,6 @@ class _Job:
             self.record()
         report.marks["recorded"] = report.seconds = time.perf_counter() - t0
         return report
-
-
-def _stored_bytes(path: str) -> int:
-    """Bytes of the files under the store at ``path``."""
-    total = 0
-    for root, _dirs, files in os.walk(path):
-        for name in files:
-            with contextlib.suppress(OSError):
-                total += os.path.getsize(os.path.join(root, name))
-    return total
 
 
 def _result(fut, watchdog: Watchdog):
