@@ -135,10 +135,10 @@ def ncu_runs():
     D0 = cp.where(rs.random_sample((n, n)) < 0.5, rs.randint(1, 101, (n, n)), fw.INF_I32)
     cp.fill_diagonal(D0, 0)
     F = cp.where(D0 >= fw.INF_I32, cp.inf, D0).astype(cp.float32)
-    for cfg in (fw._CONFIGS[("fp32", False)], fw._FP32_NONNEG):
+    for cfg in (fw.CONFIGS[("fp32", False)], fw.FP32_NONNEG):
         fw._dense(F.copy(), None, cfg, "fp32")
     fw._dense(cp.where(D0 >= fw.INF_I32, fw.INF_I16, D0).astype(cp.int16), None,
-              fw._CONFIGS[("int16x2-dpx", False)], "int16x2-dpx")
+              fw.CONFIGS[("int16x2-dpx", False)], "int16x2-dpx")
     cp.cuda.Device().synchronize()
 
 
@@ -160,20 +160,20 @@ def main():
           f"CuPy {cp.__version__}, CUDA runtime {cp.cuda.runtime.runtimeGetVersion()}")
 
     # registers and local memory as NVRTC built them
-    cfgs = list(fw._CONFIGS.values()) + list(fw._VARIANTS.values()) + [fw._FP32_NONNEG]
+    cfgs = list(fw.CONFIGS.values()) + list(fw._VARIANTS.values()) + [fw.FP32_NONNEG]
     names = sorted({c.mp for c in cfgs} | {c.p1 for c in cfgs} | {c.pack for c in cfgs})
     for name in names:
-        k = fw._kernel(name, fw.FW_FILE)
+        k = fw.get_kernel(name, fw.FW_FILE)
         print(f"  {name:45s} regs {k.num_regs:3d}  local {k.local_size_bytes:4d} B")
 
     n = args.n
     D0 = make_input(n)
     runs = [
-        ("fp32 (>=0, VIMNMX3)", "fp32", fw._FP32_NONNEG),
-        ("fp32 (FMNMX)", "fp32", fw._CONFIGS[("fp32", False)]),
+        ("fp32 (>=0, VIMNMX3)", "fp32", fw.FP32_NONNEG),
+        ("fp32 (FMNMX)", "fp32", fw.CONFIGS[("fp32", False)]),
         ("fp32 k16s4", "fp32", fw._VARIANTS["fp32-k16s4"]),
-        ("int32-dpx", "int32-dpx", fw._CONFIGS[("int32-dpx", False)]),
-        ("int16x2-dpx", "int16x2-dpx", fw._CONFIGS[("int16x2-dpx", False)]),
+        ("int32-dpx", "int32-dpx", fw.CONFIGS[("int32-dpx", False)]),
+        ("int16x2-dpx", "int16x2-dpx", fw.CONFIGS[("int16x2-dpx", False)]),
         ("int16x2 b128", "int16x2-dpx", fw._VARIANTS["int16x2-b128"]),
     ]
     table = []
@@ -214,10 +214,10 @@ def main():
     del D0
     ref = None
     for label, method, cfg, with_p in (
-            ("fp64", "fp64", fw._CONFIGS[("fp64", False)], False),
-            ("fp32 +pred", "fp32", fw._CONFIGS[("fp32", True)], True),
-            ("int32-dpx +pred", "int32-dpx", fw._CONFIGS[("int32-dpx", True)], True),
-            ("fp64 +pred", "fp64", fw._CONFIGS[("fp64", True)], True)):
+            ("fp64", "fp64", fw.CONFIGS[("fp64", False)], False),
+            ("fp32 +pred", "fp32", fw.CONFIGS[("fp32", True)], True),
+            ("int32-dpx +pred", "int32-dpx", fw.CONFIGS[("int32-dpx", True)], True),
+            ("fp64 +pred", "fp64", fw.CONFIGS[("fp64", True)], True)):
         print(f"{label} ({cfg.mp}), n={n64}", flush=True)
         try:
             out, P, times = time_variant(D1, method, cfg, 2, with_p=with_p)

@@ -250,7 +250,7 @@ def test_gpu_slab_kernels_of_one_rank_equal_the_dense_ones(monkeypatch, method, 
 
     from mgapsp.cuda import fw, fw_slab
 
-    monkeypatch.setattr(fw, "_POISON_SCRATCH", True)
+    monkeypatch.setattr(fw, "POISON_SCRATCH", True)
     rng = np.random.default_rng(n)
     dt = {"fp32": np.float32, "fp64": np.float64, "int32-dpx": np.int32,
           "int16x2-dpx": np.int16}[method]

@@ -134,7 +134,7 @@ def _tiles(block: np.ndarray, chunk_rows: int, chunk_cols: int, fill) -> list[np
     return tiles
 
 
-def _blocks():
+def grid_blocks():
     rng = np.random.default_rng(11)
     dist = rng.integers(1, 12, size=(37, 3001)).astype(np.float32)
     dist[:, rng.random(3001) < 0.2] = np.inf
@@ -151,7 +151,7 @@ def _blocks():
 @pytest.mark.gpu
 @pytest.mark.parametrize("segment", [64, 1000, None])
 @pytest.mark.parametrize("accept", [4, 6, 8])
-@pytest.mark.parametrize("case", list(_blocks()), ids=lambda c: c[0])
+@pytest.mark.parametrize("case", list(grid_blocks()), ids=lambda c: c[0])
 def test_gpu_frames_decode_to_the_chunks(case, accept, segment, monkeypatch):
     """Each frame decodes (numcodecs) to its chunk, padded with the fill value; the
     same block gives the same bytes twice; an incompressible stream is stored.  Each

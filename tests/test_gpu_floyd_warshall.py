@@ -2,7 +2,7 @@
 
 Every test is marked ``gpu``; tests/conftest.py skips them where no CUDA device is
 visible.  The kernels' scratch panels are poisoned before every pivot block
-(``fw._POISON_SCRATCH``), and dense inputs are views into larger buffers whose margins
+(``fw.POISON_SCRATCH``), and dense inputs are views into larger buffers whose margins
 hold a poison value that must survive, so a panel entry read before it is written or a
 write outside the matrix makes a test fail.
 """
@@ -33,7 +33,7 @@ SIZES = [1, 5, 127, 300, 1000]        # none a multiple of the 128 / 256 tiles b
 
 @pytest.fixture(autouse=True)
 def poisoned_scratch(monkeypatch):
-    monkeypatch.setattr(fw, "_POISON_SCRATCH", True)
+    monkeypatch.setattr(fw, "POISON_SCRATCH", True)
 
 
 @pytest.fixture

@@ -21,7 +21,7 @@ def run(h, sources, dtype):
     dist, pred, stats = phast.phast_batch(phast.upload(h, dtype), sources)
     assert pred is None and dist.dtype == np.dtype(dtype)
     assert stats["rounds"] == max(0, h.height - 1)
-    return phast._cupy().asnumpy(dist)
+    return phast.cupy_module().asnumpy(dist)
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
@@ -76,7 +76,7 @@ def test_restricted_sweep(data_dir, name, dtype):
         tgt = rng.choice(graph.n, k, replace=False)[::-1]
         sweep = phast.sweep(h, tgt)
         dist, _, stats = phast.phast_batch(dh, src, sweep)
-        got = phast._cupy().asnumpy(dist)
+        got = phast.cupy_module().asnumpy(dist)
         assert got.shape == (70, k) and dist.dtype == np.dtype(dtype)
         np.testing.assert_array_equal(got, full[:, tgt])
         assert stats["relaxations"] == sweep.arcs * 70 < h.arcs * 70
@@ -105,7 +105,7 @@ def test_backend_returns_the_targets_alone(data_dir):
 
 def run_with_predecessors(h, sources, dtype):
     dist, pred, _ = phast.phast_batch(phast.upload(h, dtype), sources, predecessors=True)
-    cupy = phast._cupy()
+    cupy = phast.cupy_module()
     return cupy.asnumpy(dist), cupy.asnumpy(pred)
 
 

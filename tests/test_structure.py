@@ -39,13 +39,19 @@ def test_no_function_is_longer_than_it_reads(path):
     assert not long, f"functions over {LONGEST} lines: {long}"
 
 
-@pytest.mark.parametrize("path", [p for p in MODULES if "cuda" not in p.parts],
-                         ids=lambda p: str(p.relative_to(PACKAGE)))
-def test_modules_import_only_public_names_of_each_other(path):
-    """``from .x import _name`` means a module reaches into another's insides; what
-    modules share is public (mgapsp.cuda's loader helpers are still private there)."""
+@pytest.mark.parametrize("path", MODULES, ids=lambda p: str(p.relative_to(PACKAGE)))
+def test_modules_use_only_public_names_of_each_other(path):
+    """``from .x import _name`` or ``x._name`` (``x`` a module of the package) means a
+    module reaches into another's insides; what modules share is public."""
     tree = ast.parse(path.read_text())
     private = [f"{node.module}.{alias.name}" for node in ast.walk(tree)
                if isinstance(node, ast.ImportFrom) and node.level > 0
                for alias in node.names if alias.name.startswith("_")]
+    siblings = {alias.asname or alias.name for node in ast.walk(tree)
+                if isinstance(node, ast.ImportFrom) and node.level > 0
+                and node.module is None for alias in node.names}     # from . import fw
+    private += [f"{node.value.id}.{node.attr}" for node in ast.walk(tree)
+                if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
+                and node.value.id in siblings and node.attr.startswith("_")
+                and not node.attr.startswith("__")]
     assert not private, private

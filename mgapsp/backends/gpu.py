@@ -373,7 +373,7 @@ class GPUBackend(Backend):
         return fw_slab.plan_methods(dtype, weights, n)
 
     def floyd_warshall_slab(self, n, r0, r1, edges, dtype, exchange, bounds, info):
-        cupy = gpu._cupy()
+        cupy = gpu.cupy_module()
         with cupy.cuda.Stream(non_blocking=True) as stream:
             timer = staging.GPUTimer().start()
             dist, stats = fw_slab.floyd_warshall_rows(

@@ -11,10 +11,10 @@ import numpy as np
 
 from ..errors import NegativeCycleError, UnsupportedError
 from ..graph import Graph
-from .device import DeviceGraph, _as_dtype
-from .frontier import (BFOptions, State, _rows, batch_sources, chunking, ordered_to_float,
+from .device import DeviceGraph, as_dtype
+from .frontier import (BFOptions, State, graph_rows, batch_sources, chunking, ordered_to_float,
                        state_mode)
-from .loader import _THREADS, _blocks, _cupy, _kernel, _persistent_grid, _sm_count
+from .loader import BLOCK_THREADS, grid_blocks, cupy_module, get_kernel, persistent_grid, sm_count
 
 #: every kernel this module launches from KERNEL_FILE (``extern "C" __global__`` there)
 KERNEL_NAMES = (
@@ -84,7 +84,7 @@ def _pred_cycle_vertex(P) -> tuple[int, int] | None:
 
     Pointer jumping: after 2**k >= n steps a walk that never meets a root is on a cycle.
     """
-    cupy = _cupy()
+    cupy = cupy_module()
     n, C = P.shape
     Q = cupy.empty((n + 1, C), dtype=cupy.int32)
     Q[:n] = cupy.where(P < 0, np.int32(n), P)
@@ -136,12 +136,12 @@ def _find_negative_cycle(state: State, cols: np.ndarray, *, final: bool, rounds:
 
 
 # -- Bellman-Ford --------------------------------------------------------------------------
-class _BFRun:
+class BFRun:
     """One batched Bellman-Ford run: state, frontier and the round loop."""
 
     def __init__(self, d_graph: DeviceGraph, sources: np.ndarray | None, B: int, *,
                  seed_all: bool, track: bool, options: BFOptions):
-        cupy = _cupy()
+        cupy = cupy_module()
         self.cupy = cupy
         self.opt = options
         self.g = d_graph
@@ -149,7 +149,7 @@ class _BFRun:
         self.B = B
         self.track = track
         mode = state_mode(d_graph.dtype, track)
-        self.rows = _rows(d_graph, options.classify)
+        self.rows = graph_rows(d_graph, options.classify)
         G, C, _Bp = chunking(B)
         self.items = n * C
         self.frontier = options.frontier
@@ -169,10 +169,10 @@ class _BFRun:
                            masks=masks0, mask_strides=strides)
         self.ctr = cupy.zeros(_CTR_WORDS, dtype=cupy.uint64)
         self.full = G == 32
-        self.relax_fn = _kernel(f"bf_relax_m{mode}" + ("_full" if self.full else ""))
-        self.relax_grid = _persistent_grid(self.relax_fn)
-        self.compact_fn = _kernel("bf_compact")
-        self.compact_grid = min(_blocks(self.items, 256 * 16), 8 * _sm_count())
+        self.relax_fn = get_kernel(f"bf_relax_m{mode}" + ("_full" if self.full else ""))
+        self.relax_grid = persistent_grid(self.relax_fn)
+        self.compact_fn = get_kernel("bf_compact")
+        self.compact_grid = min(grid_blocks(self.items, 256 * 16), 8 * sm_count())
         self.rounds = 0        # rounds launched
         if self.frontier:
             # the sources' items, compacted: round 0's queue (marked as a compacted
@@ -205,7 +205,7 @@ class _BFRun:
         q_in, q_out = self.queues[r % 2], self.queues[(r + 1) % 2]
         m_in, m_out = self.masks[r % 2], self.masks[(r + 1) % 2]
         self.relax_fn(
-            (self.relax_grid,), (_THREADS,),
+            (self.relax_grid,), (BLOCK_THREADS,),
             (q_in, q_out, np.uint64(self.qcap), self.ctr, np.int64(r), np.int32(flags),
              np.int64(self.n), np.int64(st.Bp), np.int64(self.B), np.int32(st.G),
              np.int64(st.C), rows.indptr, rows.rend, rows.idx, rows.w, st.st, st.pw,
@@ -298,8 +298,8 @@ class _BFRun:
 
 
 # -- public entry points ---------------------------------------------------------------
-def _check_batch(d_graph: DeviceGraph, sources, dtype, predecessors: bool):
-    dt = d_graph.dtype if dtype is None else _as_dtype(dtype)
+def check_batch(d_graph: DeviceGraph, sources, dtype, predecessors: bool):
+    dt = d_graph.dtype if dtype is None else as_dtype(dtype)
     if dt != d_graph.dtype:
         raise ValueError(f"d_graph holds {d_graph.dtype} weights, dtype={dt} was asked")
     if predecessors and dt != np.float32:
@@ -318,8 +318,8 @@ def source_order(src: np.ndarray) -> np.ndarray | None:
     return np.argsort(src, kind="stable")
 
 
-def _empty_result(n: int, dt, predecessors: bool):
-    cupy = _cupy()
+def empty_result(n: int, dt, predecessors: bool):
+    cupy = cupy_module()
     return (cupy.empty((0, n), dtype=dt),
             cupy.empty((0, n), dtype=cupy.int32) if predecessors else None,
             {"rounds": 0, "relaxations": 0})
@@ -352,15 +352,15 @@ def bellman_ford_batch(d_graph: DeviceGraph, sources, dtype=None, predecessors: 
     NegativeCycleError
         A negative cycle is reachable from some source of the batch (cycle in input ids).
     """
-    dt, src = _check_batch(d_graph, sources, dtype, predecessors)
+    dt, src = check_batch(d_graph, sources, dtype, predecessors)
     n, B = d_graph.n, len(src)
     if B == 0:
-        return _empty_result(n, dt, predecessors)
+        return empty_result(n, dt, predecessors)
     opt = options if options is not None else BFOptions()
     # predecessors are tracked on request and for the negative-cycle check
     track = predecessors or d_graph.has_negative_weights
     order = source_order(src)
-    run = _BFRun(d_graph, src if order is None else src[order], B, seed_all=False,
+    run = BFRun(d_graph, src if order is None else src[order], B, seed_all=False,
                  track=track, options=opt)
     run.run()
     run.release()
@@ -380,7 +380,7 @@ def bellman_ford_potentials(d_graph: DeviceGraph) -> np.ndarray:
     n = d_graph.n
     if not d_graph.has_negative_weights:
         return np.zeros(n, dtype=np.float64)
-    run = _BFRun(d_graph, None, 1, seed_all=True, track=True, options=BFOptions())
+    run = BFRun(d_graph, None, 1, seed_all=True, track=True, options=BFOptions())
     run.run()
     words = run.cupy.asnumpy(run.state.st)
     return ordered_to_float(words, run.state.mode).astype(np.float64, copy=False)

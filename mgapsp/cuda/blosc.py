@@ -17,7 +17,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from .loader import _blocks, _cupy, _kernel, _persistent_grid
+from .loader import grid_blocks, cupy_module, get_kernel, persistent_grid
 
 __all__ = ["KERNEL_FILE", "KERNEL_NAMES", "FrameLayout", "blocksize", "frame_layout",
            "encode_chunks", "TYPESIZES"]
@@ -50,7 +50,7 @@ HASH_LOG = 11
 
 
 def _lz4_kernel(name: str):
-    return _kernel(name, KERNEL_FILE, (f"-DLZ4_ACCEPT_MATCH={int(ACCEPT_MATCH)}",
+    return get_kernel(name, KERNEL_FILE, (f"-DLZ4_ACCEPT_MATCH={int(ACCEPT_MATCH)}",
                                        f"-DLZ4_PRIME_STRIDE={int(PRIME_STRIDE)}",
                                        f"-DLZ4_HASH_LOG={int(HASH_LOG)}"))
 
@@ -156,7 +156,7 @@ def encode_chunks(block, chunk_rows: int, chunk_cols: int, first: int, count: in
     and a NumPy int64 array of ``count + 1`` offsets into it (frame ``k`` is
     ``frames[starts[k]:starts[k + 1]]``).  Waits for the device once, for the sizes.
     """
-    cupy = _cupy()
+    cupy = cupy_module()
     rows, n = block.shape
     ts = block.dtype.itemsize
     if ts not in TYPESIZES:
@@ -170,7 +170,7 @@ def encode_chunks(block, chunk_rows: int, chunk_cols: int, first: int, count: in
     shuffled = cupy.empty(count * cb + _PAD, dtype=cupy.uint8)
     fn = _lz4_kernel(f"blosc_bitshuffle{ts}")
     groups = count * (-(-cb // (8 * ts)) + layout.n_blocks)
-    fn((min(_blocks(groups), _persistent_grid(fn) * 4),), (256,),
+    fn((min(grid_blocks(groups), persistent_grid(fn) * 4),), (256,),
        (block, np.int32(rows), np.int64(n), np.int32(n), np.int32(chunk_cols),
         np.int32(first), np.int32(count), np.int64(cb), np.int32(layout.blocksize),
         np.uint64(fill_bits), shuffled))
@@ -190,7 +190,7 @@ def encode_chunks(block, chunk_rows: int, chunk_cols: int, first: int, count: in
         np.int64(n_streams)))
     sizes = cupy.empty(n_streams, dtype=cupy.int32)
     fn = _lz4_kernel("blosc_lz4_sizes")
-    fn((_blocks(n_streams),), (256,),
+    fn((grid_blocks(n_streams),), (256,),
        (lengths, records, np.int32(n_seg), sizes, np.int64(n_streams)))
     starts, at, headers = frame_offsets(layout, sizes.reshape(count, layout.n_streams),
                                         xp=cupy)
@@ -199,7 +199,7 @@ def encode_chunks(block, chunk_rows: int, chunk_cols: int, first: int, count: in
     head = headers.view(cupy.uint8).reshape(count, layout.head_bytes)
     frames[starts[:-1, None] + cupy.arange(layout.head_bytes)[None, :]] = head
     fn = _lz4_kernel("blosc_join")
-    fn((min(_blocks(n_streams * 32), _persistent_grid(fn) * 4),), (256,),
+    fn((min(grid_blocks(n_streams * 32), persistent_grid(fn) * 4),), (256,),
        (shuffled, packed, in_off, lengths, sizes, records, np.int32(seg), np.int32(n_seg),
         at.ravel(), frames, np.int64(n_streams)))
     return frames, host_starts

@@ -11,7 +11,7 @@ import numpy as np
 
 from ..errors import UnsupportedError
 from ..graph import Graph
-from .loader import _cupy, device_id
+from .loader import cupy_module, device_id
 
 if TYPE_CHECKING:  # pragma: no cover
     pass
@@ -55,7 +55,7 @@ class DeviceGraph:
         return int(self.indptr.nbytes + self.indices.nbytes + self.weights.nbytes) + extra
 
 
-def _as_dtype(dtype) -> np.dtype:
+def as_dtype(dtype) -> np.dtype:
     dt = np.dtype(dtype)
     if dt not in (np.dtype(np.float32), np.dtype(np.float64)):
         raise UnsupportedError(f"the gpu kernels compute in float32 or float64, not {dt}")
@@ -64,8 +64,8 @@ def _as_dtype(dtype) -> np.dtype:
 
 def upload_graph(graph: Graph, dtype) -> DeviceGraph:
     """Copy ``graph``'s CSR to the current device, weights cast to ``dtype``."""
-    cupy = _cupy()
-    dt = _as_dtype(dtype)
+    cupy = cupy_module()
+    dt = as_dtype(dtype)
     return DeviceGraph(
         graph=graph,
         dtype=dt,
@@ -78,14 +78,14 @@ def upload_graph(graph: Graph, dtype) -> DeviceGraph:
 
 def memory_available() -> int:
     """Free bytes on the current device plus what CuPy's pool holds unused."""
-    cupy = _cupy()
+    cupy = cupy_module()
     free, _total = cupy.cuda.runtime.memGetInfo()
     return int(free) + int(cupy.get_default_memory_pool().free_bytes())
 
 
 def release_pool() -> None:
     """Give the unused blocks of CuPy's memory pool back to the device."""
-    _cupy().get_default_memory_pool().free_all_blocks()
+    cupy_module().get_default_memory_pool().free_all_blocks()
 
 
 
@@ -104,7 +104,7 @@ def use_thread_stream():
     resident graph, its reweighted copy) must be complete before it is shared: see
     :func:`publish`.
     """
-    cupy = _cupy()
+    cupy = cupy_module()
     dev = device_id()
     streams = getattr(_THREAD, "streams", None)
     if streams is None:
@@ -121,7 +121,7 @@ def caller_stream():
     """Give the calling thread its current CUDA stream back on leaving (the kernels
     inside may switch to :func:`use_thread_stream`, which suits a worker's threads but
     not a user's)."""
-    cupy = _cupy()
+    cupy = cupy_module()
     stream = cupy.cuda.get_current_stream()
     try:
         yield
@@ -132,7 +132,7 @@ def caller_stream():
 def publish(obj):
     """Wait until the current stream has made ``obj`` (device data about to be cached
     for other threads, whose streams do not wait for this one); returns it."""
-    _cupy().cuda.get_current_stream().synchronize()
+    cupy_module().cuda.get_current_stream().synchronize()
     return obj
 
 
@@ -140,16 +140,16 @@ def to_host(arr) -> np.ndarray | None:
     """A device array copied to the host (None stays None); waits for the device."""
     if arr is None:
         return None
-    return _cupy().asnumpy(arr)
+    return cupy_module().asnumpy(arr)
 
 
 def to_device(arr):
     """A host array copied to the current device."""
-    return _cupy().asarray(arr)
+    return cupy_module().asarray(arr)
 
 
 def take_rows(mat, rows, host: bool = True):
     """Rows ``rows`` of a device matrix, copied to the host (or a new device array)."""
-    cupy = _cupy()
+    cupy = cupy_module()
     idx = cupy.asarray(np.asarray(rows, dtype=np.int64))
     return cupy.asnumpy(mat[idx]) if host else mat[idx]

@@ -15,7 +15,7 @@ import numpy as np
 
 from ..errors import UnsupportedError
 from .device import DeviceGraph
-from .loader import _THREADS, _blocks, _cupy, _kernel, _persistent_grid, _sm_count
+from .loader import BLOCK_THREADS, grid_blocks, cupy_module, get_kernel, persistent_grid, sm_count
 
 _TILE, _TILE_ROWS = 32, 8          # unpack block shape (as in the .cu file)
 _MAX_BATCH = 65535 * _TILE         # gridDim.y limit of the unpack kernels
@@ -80,13 +80,13 @@ def classify_host(indptr: np.ndarray, indices: np.ndarray, negative_self_loop: n
     return order, rcount, flagged, sinks.astype(np.int32), rptr, rorder
 
 
-def _rows(d_graph: DeviceGraph, classify: bool) -> Rows:
+def graph_rows(d_graph: DeviceGraph, classify: bool) -> Rows:
     """The (cached) rows of ``d_graph`` for the round kernels."""
     key = ("rows", bool(classify))
     rows = d_graph.derived.get(key)
     if rows is not None:
         return rows
-    cupy = _cupy()
+    cupy = cupy_module()
     graph = d_graph.graph
     deg = np.diff(graph.indptr)
     if not classify:
@@ -194,7 +194,7 @@ class State:
 
     def __init__(self, d_graph: DeviceGraph, sources: np.ndarray | None, B: int, *,
                  mode: int, seed_all: bool = False, masks=None, mask_strides=(0, 0)):
-        cupy = _cupy()
+        cupy = cupy_module()
         self.cupy = cupy
         self.g = d_graph
         self.n = n = d_graph.n
@@ -212,11 +212,11 @@ class State:
             self.d_src = cupy.zeros(1, dtype=cupy.int64)
         else:
             self.d_src = cupy.asarray(sources, dtype=cupy.int64)
-        init = _kernel(f"bf_init_m{mode}")
+        init = get_kernel(f"bf_init_m{mode}")
         set_masks = masks is not None
         if masks is None:
             masks = cupy.zeros(1, dtype=cupy.uint32)
-        init((min(_blocks(total), 32 * _sm_count()),), (_THREADS,),
+        init((min(grid_blocks(total), 32 * sm_count()),), (BLOCK_THREADS,),
              (self.st, self.pw, np.int64(n), np.int64(self.Bp), np.int64(B),
               np.int32(self.G), self.d_src, np.int32(1 if seed_all else 0), masks,
               np.int64(mask_strides[0]), np.int64(mask_strides[1]),
@@ -230,12 +230,12 @@ class State:
         """Finish the sinks from their in-edges (after the last round)."""
         if not rows.classified or rows.n_sinks == 0:
             return
-        fn = _kernel(f"bf_pull_m{self.mode}")
+        fn = get_kernel(f"bf_pull_m{self.mode}")
         items = rows.n_sinks * self.C
         per_warp = 32 // self.G
         warps = -(-items // per_warp)
-        grid = min(_blocks(warps * 32), _persistent_grid(fn))
-        fn((grid,), (_THREADS,),
+        grid = min(grid_blocks(warps * 32), persistent_grid(fn))
+        fn((grid,), (BLOCK_THREADS,),
            (self.st, self.pw, np.int64(self.Bp), np.int64(self.B), np.int32(self.G),
             np.int64(self.C), rows.sinks, np.int64(rows.n_sinks), rows.rptr, rows.rsrc,
             rows.rw))
@@ -257,8 +257,8 @@ class State:
         else:
             row_of_col = cupy.asarray(np.asarray(row_of_col, dtype=np.int32))
         h = undo if undo is not None else cupy.zeros(1, dtype=cupy.float64)
-        grid = (_blocks(n, _TILE), _blocks(B, _TILE))
-        _kernel(f"bf_unpack_m{self.mode}")(
+        grid = (grid_blocks(n, _TILE), grid_blocks(B, _TILE))
+        get_kernel(f"bf_unpack_m{self.mode}")(
             grid, (_TILE, _TILE_ROWS),
             (self.st, np.int64(n), np.int64(self.Bp), np.int64(B), row_of_col, dist,
              pred if pred is not None else cupy.empty(1, dtype=cupy.int32),

@@ -48,8 +48,8 @@ import numpy as np
 
 from ..errors import UnsupportedError
 from .bellman_ford import bellman_ford_potentials
-from .device import _as_dtype, upload_graph
-from .loader import _cupy, _kernel
+from .device import as_dtype, upload_graph
+from .loader import cupy_module, get_kernel
 
 if TYPE_CHECKING:  # pragma: no cover
     from .device import DeviceGraph
@@ -76,13 +76,13 @@ SPECULATE_I16_MAX_W = 1024
 #: set by tests: fill the scratch panels with values that would corrupt any result
 #: (-inf, -INF) before each pivot block, so that a panel entry the kernels fail to
 #: write before reading it shows up
-_POISON_SCRATCH = False
+POISON_SCRATCH = False
 
 #: set by bench/fw_bench.py to a list: (kernel, start event, end event) per launch
 _TRACE = None
 
-_PACK_THREADS = 256
-_MP_THREADS = 256
+PACK_THREADS = 256
+MP_THREADS = 256
 
 
 @dataclass(frozen=True)
@@ -142,7 +142,7 @@ def _cfg(tag, dtype, word, epw, B, BM, BNW, TM, TNW, KS=32, stages=3, pred=False
 
 
 #: the variant each method runs, without and with predecessors
-_CONFIGS = {
+CONFIGS = {
     ("fp32", False): _cfg("f32", "float32", "float32", 1, 128, 128, 128, 8, 8),
     ("fp32", True): _cfg("f32", "float32", "float32", 1, 128, 64, 64, 4, 4, pred=True),
     ("fp64", False): _cfg("f64", "float64", "float64", 1, 128, 64, 64, 4, 4, p1_threads=512),
@@ -153,7 +153,7 @@ _CONFIGS = {
                                  p1_threads=512),
 }
 #: "fp32" when every entry of D is >= 0: two pivots per DPX 3-way min (VIMNMX3)
-_FP32_NONNEG = _cfg("f32", "float32", "float32", 1, 128, 128, 128, 8, 8, mp_tag="f32nn")
+FP32_NONNEG = _cfg("f32", "float32", "float32", 1, 128, 128, 128, 8, 8, mp_tag="f32nn")
 #: other compiled variants, for bench/fw_bench.py
 _VARIANTS = {
     "fp32-k16s4": _cfg("f32", "float32", "float32", 1, 128, 128, 128, 8, 8, KS=16, stages=4),
@@ -164,19 +164,19 @@ _DTYPE_METHOD = {"float32": "fp32", "float64": "fp64", "int32": "int32-dpx",
 _METHOD_DTYPE = {m: d for d, m in _DTYPE_METHOD.items()}
 
 
-def _ptr(a) -> np.uint64:
+def device_ptr(a) -> np.uint64:
     return np.uint64(a.data.ptr)
 
 
-def _launcher(name: str, smem: int):
-    kern = _kernel(name, FW_FILE)
+def get_launcher(name: str, smem: int):
+    kern = get_kernel(name, FW_FILE)
     if smem > 48 * 1024 and kern.max_dynamic_shared_size_bytes < smem:
         kern.max_dynamic_shared_size_bytes = smem
     return kern
 
 
-def _poison(word: str):
-    """A scratch value that corrupts any result it leaks into (_POISON_SCRATCH)."""
+def poison_word(word: str):
+    """A scratch value that corrupts any result it leaks into (POISON_SCRATCH)."""
     return {"float32": -np.inf, "float64": -np.inf, "int32": -INF_I32,
             "uint32": (((-INF_I16) & 0xFFFF) << 16) | ((-INF_I16) & 0xFFFF)}[word]
 
@@ -185,7 +185,7 @@ def _run_blocked(D, P, H, cfg: _Config) -> dict:
     """In-place blocked FW on ``D`` (a view whose rows are contiguous, ``cfg.dtype``,
     rows 4-byte aligned for int16) and, with predecessors, ``P`` and the hop counts
     ``H`` (int32 views with contiguous rows; else both None)."""
-    cupy = _cupy()
+    cupy = cupy_module()
     n = int(D.shape[0])
     item = D.itemsize
     lda = D.strides[0] // item
@@ -202,15 +202,15 @@ def _run_blocked(D, P, H, cfg: _Config) -> dict:
                        "stages": cfg.stages, "kernel": cfg.mp}}
     if n == 0:
         return stats
-    p1 = _launcher(cfg.p1, cfg.p1_smem)
+    p1 = get_launcher(cfg.p1, cfg.p1_smem)
     null = np.uint64(0)
-    common = (_ptr(D), np.int64(lda), _ptr(P) if P is not None else null, np.int64(ldp),
-              _ptr(H) if H is not None else null, np.int64(ldh), np.int32(n))
+    common = (device_ptr(D), np.int64(lda), device_ptr(P) if P is not None else null, np.int64(ldp),
+              device_ptr(H) if H is not None else null, np.int64(ldh), np.int32(n))
     if nblk == 1:
         p1((1,), (cfg.p1_threads,), common + (np.int32(0),), shared_mem=cfg.p1_smem)
         return stats
-    pack = _kernel(cfg.pack, FW_FILE)
-    mp = _launcher(cfg.mp, cfg.mp_smem)
+    pack = get_kernel(cfg.pack, FW_FILE)
+    mp = get_launcher(cfg.mp, cfg.mp_smem)
     pred = P is not None
     At = cupy.empty((B, Mpad), dtype=cfg.word)
     Rw = cupy.empty((B, rwp), dtype=cfg.word)
@@ -219,18 +219,18 @@ def _run_blocked(D, P, H, cfg: _Config) -> dict:
     RwH = cupy.empty((B, n) if pred else (1,), dtype=cupy.int32)
     n_at = (Mpad // 32) * (B // 32) * (2 if pred else 1)
     n_snap = B * nw + (2 * B * n if pred else 0)
-    pack_grid = (n_at + -(-n_snap // (4 * _PACK_THREADS)),)
+    pack_grid = (n_at + -(-n_snap // (4 * PACK_THREADS)),)
     ntj = -(-nw // cfg.BNW)
     nti = -(-n // cfg.BM)
     p2_grid = ((B // cfg.BM) * ntj + nti * (B // (cfg.BNW * epw)),)
     p3_grid = (ntj, nti)
-    mp_tail = (_ptr(At), np.int64(Mpad), _ptr(Rw), np.int64(rwp), _ptr(Prw), np.int64(n),
-               _ptr(AtH), _ptr(RwH), np.int32(0), np.int32(n))
+    mp_tail = (device_ptr(At), np.int64(Mpad), device_ptr(Rw), np.int64(rwp), device_ptr(Prw), np.int64(n),
+               device_ptr(AtH), device_ptr(RwH), np.int32(0), np.int32(n))
     ldw = lda // epw
-    poison = _poison(cfg.word)
+    poison = poison_word(cfg.word)
     for kb in range(nblk):
         k0 = np.int32(kb * B)
-        if _POISON_SCRATCH:
+        if POISON_SCRATCH:
             At.fill(poison)
             Rw.fill(poison)
             Prw.fill(-2)
@@ -241,12 +241,12 @@ def _run_blocked(D, P, H, cfg: _Config) -> dict:
             np.uint64(D.data.ptr + int(k0) * ldw * cfg.word_bytes), np.int64(ldw))
         launches = (
             ("phase1", p1, (1,), cfg.p1_threads, common + (k0,), cfg.p1_smem),
-            ("pack", pack, pack_grid, _PACK_THREADS,
-             common + (np.int32(0), np.int32(n), k0, np.int32(B), np.int32(Mpad), _ptr(At),
-                       np.int64(Mpad), _ptr(Rw), np.int64(rwp), _ptr(Prw), np.int64(n),
-                       _ptr(AtH), _ptr(RwH)), 0),
-            ("phase2", mp, p2_grid, _MP_THREADS, args + (np.int32(2),), cfg.mp_smem),
-            ("phase3", mp, p3_grid, _MP_THREADS, args + (np.int32(3),), cfg.mp_smem),
+            ("pack", pack, pack_grid, PACK_THREADS,
+             common + (np.int32(0), np.int32(n), k0, np.int32(B), np.int32(Mpad), device_ptr(At),
+                       np.int64(Mpad), device_ptr(Rw), np.int64(rwp), device_ptr(Prw), np.int64(n),
+                       device_ptr(AtH), device_ptr(RwH)), 0),
+            ("phase2", mp, p2_grid, MP_THREADS, args + (np.int32(2),), cfg.mp_smem),
+            ("phase3", mp, p3_grid, MP_THREADS, args + (np.int32(3),), cfg.mp_smem),
         )
         for what, kern, grid, threads, kargs, smem in launches:
             if _TRACE is not None:
@@ -292,7 +292,7 @@ def floyd_warshall_dense(D, *, method: str = "auto", P=None) -> dict:
     dict
         ``method`` (what ran), ``n``, ``updates`` (n**3), ``pivot_blocks``, ``tiles``.
     """
-    cupy = _cupy()
+    cupy = cupy_module()
     if not isinstance(D, cupy.ndarray) or D.ndim != 2 or D.shape[0] != D.shape[1]:
         raise ValueError(f"D must be a square 2-D cupy array. Got "
                          f"{type(D).__name__} of shape {getattr(D, 'shape', None)}.")
@@ -318,15 +318,15 @@ def floyd_warshall_dense(D, *, method: str = "auto", P=None) -> dict:
             D[...] = cupy.where(D32 > INF_I32 // 2, INF_I16,
                                 cupy.clip(D32, -INF_I16, INF_I16)).astype(cupy.int16)
             return stats
-    cfg = _CONFIGS[(method, P is not None)]
+    cfg = CONFIGS[(method, P is not None)]
     if method == "fp32" and P is None and D.size and bool(D.min() >= 0):
-        cfg = _FP32_NONNEG
+        cfg = FP32_NONNEG
     return _dense(D, P, cfg, method)
 
 
 def _dense(D, P, cfg: _Config, method: str) -> dict:
     """floyd_warshall_dense with a given variant (bench/fw_bench.py tries several)."""
-    cupy = _cupy()
+    cupy = cupy_module()
     n = D.shape[0]
     if cfg.dtype != D.dtype.name or cfg.pred != (P is not None):
         raise ValueError(f"variant {cfg.mp} does not fit a {D.dtype.name} matrix "
@@ -361,11 +361,11 @@ def _dense(D, P, cfg: _Config, method: str) -> dict:
 
 
 # -- choosing a method ------------------------------------------------------------------
-def _plan(dtype, weights, n: int, predecessors: bool = False) -> list[tuple[str, bool]]:
+def fw_plan(dtype, weights, n: int, predecessors: bool = False) -> list[tuple[str, bool]]:
     """Methods to try in order, each with ``exact``: True when its bound holds a
     priori, False when the result must be checked (non-negative weights only).  The
     last entry is always exact."""
-    dt = _as_dtype(dtype)
+    dt = as_dtype(dtype)
     fallback = ("fp32" if dt == np.float32 else "fp64", True)
     w = np.asarray(weights, dtype=np.float64)
     if w.size and not (np.isfinite(w).all() and (w == np.round(w)).all()):
@@ -398,12 +398,12 @@ def choose_fw_method(dtype, weights, n: int) -> str:
     (With predecessors :func:`floyd_warshall` skips int16x2 and takes int32 only
     with its a-priori bound.)
     """
-    return _plan(dtype, weights, n)[0][0]
+    return fw_plan(dtype, weights, n)[0][0]
 
 
 # -- the graph-level entry point ------------------------------------------------------------
 def _dense_int(d_graph, rows, n, itype, inf):
-    cupy = _cupy()
+    cupy = cupy_module()
     width = n + (n % 2 if itype == np.int16 else 0)
     D = cupy.full((n, width), inf, dtype=itype)[:, :n]
     w = np.asarray(d_graph.graph.weights, dtype=np.float64)
@@ -412,31 +412,31 @@ def _dense_int(d_graph, rows, n, itype, inf):
 
 
 def _grid(total: int) -> tuple[int]:
-    return (max(1, min(-(-total // _PACK_THREADS), 132 * 32)),)
+    return (max(1, min(-(-total // PACK_THREADS), 132 * 32)),)
 
 
-def _to_float(D, tag: str, dt, thr: int):
+def to_float(D, tag: str, dt, thr: int):
     """The integer result ``D`` (rows x n, rows contiguous) as a new contiguous ``dt``
     matrix, entries above ``thr`` as inf (one pass; no temporaries)."""
-    cupy = _cupy()
+    cupy = cupy_module()
     rows, n = D.shape
     out = cupy.empty((rows, n), dtype=dt)
     f = "f32" if dt == np.float32 else "f64"
-    _kernel(f"fw_{tag}_to_{f}", FW_FILE)(
-        _grid(rows * n), (_PACK_THREADS,),
-        (_ptr(D), np.int64(D.strides[0] // D.itemsize), _ptr(out), np.int64(rows),
+    get_kernel(f"fw_{tag}_to_{f}", FW_FILE)(
+        _grid(rows * n), (PACK_THREADS,),
+        (device_ptr(D), np.int64(D.strides[0] // D.itemsize), device_ptr(out), np.int64(rows),
          np.int64(n), np.int32(thr)))
     return out
 
 
-def _count_range(D, tag: str, lo: int, hi: int) -> int:
+def count_range(D, tag: str, lo: int, hi: int) -> int:
     """How many entries of the integer matrix ``D`` (rows x n) lie in [lo, hi)."""
-    cupy = _cupy()
+    cupy = cupy_module()
     rows, n = D.shape
     count = cupy.zeros(1, dtype=cupy.uint64)
-    _kernel(f"fw_count_range_{tag}", FW_FILE)(
-        _grid(rows * n), (_PACK_THREADS,),
-        (_ptr(D), np.int64(D.strides[0] // D.itemsize), np.int64(rows), np.int64(n),
+    get_kernel(f"fw_count_range_{tag}", FW_FILE)(
+        _grid(rows * n), (PACK_THREADS,),
+        (device_ptr(D), np.int64(D.strides[0] // D.itemsize), np.int64(rows), np.int64(n),
          np.int32(lo), np.int32(hi), count))
     return int(count.get()[0])
 
@@ -454,13 +454,13 @@ def floyd_warshall(d_graph: DeviceGraph, dtype=None, predecessors: bool = False)
     and ``relaxations`` (n**3).  Raises :class:`NegativeCycleError` (found by
     Bellman-Ford in float64) on a negative cycle.
     """
-    cupy = _cupy()
-    dt = d_graph.dtype if dtype is None else _as_dtype(dtype)
+    cupy = cupy_module()
+    dt = d_graph.dtype if dtype is None else as_dtype(dtype)
     if dt != d_graph.dtype:
         raise ValueError(f"d_graph holds {d_graph.dtype} weights, dtype={dt} was asked")
     graph = d_graph.graph
     n = d_graph.n
-    plan = _plan(dt, graph.weights, n, predecessors)
+    plan = fw_plan(dt, graph.weights, n, predecessors)
     rows = cupy.asarray(graph.sources_of_edges)
     diag = cupy.arange(n)
     wmax = float(np.abs(graph.weights).max()) if graph.m else 0.0
@@ -484,12 +484,12 @@ def floyd_warshall(d_graph: DeviceGraph, dtype=None, predecessors: bool = False)
         stats = floyd_warshall_dense(D, method=method, P=P)
         if method in ("int32-dpx", "int16x2-dpx"):
             tag = "i32" if method == "int32-dpx" else "i16"
-            if not exact and _count_range(D, tag, int(inf - wmax), inf):
+            if not exact and count_range(D, tag, int(inf - wmax), inf):
                 del D, P
                 continue        # a distance may have reached the sentinel: next method
             # exact bound: "no path" is anything above INF // 2 (negative weights can
             # pull it a little below INF); speculative (non-negative): exactly INF
-            D = _to_float(D, tag, dt, inf // 2 if exact else inf - 1)
+            D = to_float(D, tag, dt, inf // 2 if exact else inf - 1)
         break
     del rows
     if bool((D.diagonal() < 0).any()):

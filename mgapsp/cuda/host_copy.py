@@ -24,7 +24,7 @@ from concurrent.futures import wait as wait_all
 import numpy as np
 
 from ..memory import host_pool, host_threads, page_spans, touch_spans
-from .loader import _cupy
+from .loader import cupy_module
 
 __all__ = ["PIECE_BYTES", "RING", "HostCopier"]
 
@@ -44,8 +44,8 @@ class HostCopier:
     """
 
     def __init__(self, *outputs: np.ndarray):
-        cupy = _cupy()
-        self._cupy = cupy
+        cupy = cupy_module()
+        self.cupy_module = cupy
         self._pool = host_pool()
         self._threads = host_threads()
         self._device = cupy.cuda.runtime.getDevice()
@@ -63,7 +63,7 @@ class HostCopier:
         """Queue the copy of the device array ``block`` into ``out`` (same shape and
         dtype, C-contiguous); returns at once.  The copy starts after the work the
         current stream has queued (the kernels that make ``block``)."""
-        cupy = self._cupy
+        cupy = self.cupy_module
         if out.shape != block.shape or out.dtype != block.dtype:
             raise ValueError(f"cannot copy a block of {block.shape} {block.dtype} into "
                              f"{out.shape} {out.dtype}")
@@ -108,13 +108,13 @@ class HostCopier:
     # -- the issuing thread ------------------------------------------------------------
     def _buffer(self, slot: int) -> np.ndarray:
         while len(self._buffers) <= slot:
-            mem = self._cupy.cuda.alloc_pinned_memory(PIECE_BYTES)
+            mem = self.cupy_module.cuda.alloc_pinned_memory(PIECE_BYTES)
             self._buffers.append(np.frombuffer(mem, dtype=np.uint8, count=PIECE_BYTES))
         return self._buffers[slot]
 
     def _drain(self, block, out: np.ndarray, ready) -> None:
         """Copy ``block`` into ``out`` piece by piece; returns when all of it is there."""
-        cupy = self._cupy
+        cupy = self.cupy_module
         runtime = cupy.cuda.runtime
         runtime.setDevice(self._device)
         for fut in self._touched:       # never write where a touch is still to come

@@ -17,7 +17,7 @@ from ..errors import UnsupportedError
 #: the kernel file of the batched Bellman-Ford (the default of the loaders below)
 KERNEL_FILE = "bellman_ford.cu"
 _COMPILE_OPTIONS = ("-std=c++17",)
-_THREADS = 256
+BLOCK_THREADS = 256
 
 
 #: ``#include "file"`` of another file of ``kernels/`` (nvcc finds it beside the
@@ -48,7 +48,7 @@ def _kernel_file(name: str) -> str:
         ) from None
 
 
-def _cupy():
+def cupy_module():
     try:
         import cupy
     except ImportError as exc:  # pragma: no cover - depends on the environment
@@ -68,7 +68,7 @@ def _module(file: str = KERNEL_FILE, options: tuple[str, ...] = ()):
     once per device, file and extra NVRTC ``options``, at first use)."""
     key = (file, options)
     if key not in _compilers:
-        cupy = _cupy()
+        cupy = cupy_module()
 
         @cupy.memoize(for_each_device=True)
         def compile_module():
@@ -79,7 +79,7 @@ def _module(file: str = KERNEL_FILE, options: tuple[str, ...] = ()):
     return _compilers[key]()
 
 
-def _kernel(name: str, file: str = KERNEL_FILE, options: tuple[str, ...] = ()):
+def get_kernel(name: str, file: str = KERNEL_FILE, options: tuple[str, ...] = ()):
     key = (device_id(), file, name, options)
     fn = _functions.get(key)
     if fn is None:
@@ -87,19 +87,19 @@ def _kernel(name: str, file: str = KERNEL_FILE, options: tuple[str, ...] = ()):
     return fn
 
 
-def _blocks(total: int, threads: int = _THREADS) -> int:
+def grid_blocks(total: int, threads: int = BLOCK_THREADS) -> int:
     return max(1, -(-int(total) // threads))
 
 
-def _sm_count() -> int:
+def sm_count() -> int:
     dev = device_id()
     if dev not in _sm_counts:
-        attrs = _cupy().cuda.Device(dev).attributes
+        attrs = cupy_module().cuda.Device(dev).attributes
         _sm_counts[dev] = int(attrs["MultiProcessorCount"])
     return _sm_counts[dev]
 
 
-def _persistent_grid(fn, threads: int = _THREADS) -> int:
+def persistent_grid(fn, threads: int = BLOCK_THREADS) -> int:
     """Blocks that fit on the device at once: the grid of a kernel whose warps stride
     over their work (one wave, no tail of late blocks)."""
     try:
@@ -107,8 +107,8 @@ def _persistent_grid(fn, threads: int = _THREADS) -> int:
     except Exception:  # noqa: BLE001 - attribute missing in some CuPy versions
         regs = 64
     per_sm = max(1, min(2048 // threads, 65536 // (regs * threads)))
-    return _sm_count() * per_sm
+    return sm_count() * per_sm
 
 
 def device_id() -> int:
-    return int(_cupy().cuda.runtime.getDevice())
+    return int(cupy_module().cuda.runtime.getDevice())

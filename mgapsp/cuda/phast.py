@@ -11,7 +11,7 @@ import numpy as np
 from ..errors import UnsupportedError
 from ..hierarchy import Hierarchy
 from .frontier import batch_sources
-from .loader import _THREADS, _blocks, _cupy, _kernel, _persistent_grid
+from .loader import BLOCK_THREADS, grid_blocks, cupy_module, get_kernel, persistent_grid
 
 KERNEL_FILE = "phast.cu"
 #: every kernel this module launches from KERNEL_FILE
@@ -43,7 +43,7 @@ class DeviceHierarchy:
 
 
 def upload(h: Hierarchy, dtype) -> DeviceHierarchy:
-    cupy = _cupy()
+    cupy = cupy_module()
     dt = np.dtype(dtype)
     if dt not in _SUFFIX:
         raise UnsupportedError(f"phast computes in float32 or float64, not {dt}")
@@ -74,7 +74,7 @@ class Sweep:
 
 def sweep(h: Hierarchy, targets) -> Sweep:
     """The sweep that gives the distances to ``targets`` (vertex indices) alone."""
-    cupy = _cupy()
+    cupy = cupy_module()
     t = np.asarray(targets, dtype=np.int64)
     ptr, ranks = h.levels(t)
     return Sweep(level_ptr=ptr, level_ranks=cupy.asarray(ranks, dtype=cupy.int32),
@@ -106,7 +106,7 @@ def phast_batch(dh: DeviceHierarchy, sources, restricted: Sweep | None = None,
     a path runs through vertices other than the targets); ``stats`` has ``rounds``
     (levels swept) and ``relaxations`` (arcs times sources in the sweep).
     """
-    cupy = _cupy()
+    cupy = cupy_module()
     if predecessors and restricted is not None:
         raise ValueError("predecessors need the full sweep")
     src = batch_sources(sources, dh.n)
@@ -128,14 +128,14 @@ def phast_batch(dh: DeviceHierarchy, sources, restricted: Sweep | None = None,
     P_arg = P if predecessors else np.uint64(0)
     src_rank = dh.rank[cupy.asarray(src)]
     D[src_rank.astype(cupy.int64) * Bp + cupy.arange(B)] = 0
-    up = _kernel(f"phast_up_{sfx}", KERNEL_FILE)
-    grid = min(_persistent_grid(up), _blocks(B * 32))
-    up((grid,), (_THREADS,),
+    up = get_kernel(f"phast_up_{sfx}", KERNEL_FILE)
+    grid = min(persistent_grid(up), grid_blocks(B * 32))
+    up((grid,), (BLOCK_THREADS,),
        (src_rank, np.int64(B), np.int64(Bp), dh.parent, dh.up_ptr, dh.up_head, dh.w_up, D,
         inf, dh.last_up, P_arg))
-    down = _kernel(f"phast_down_{sfx}", KERNEL_FILE)
-    threads = min(_THREADS, Bp)
-    gx = _blocks(Bp, threads)
+    down = get_kernel(f"phast_down_{sfx}", KERNEL_FILE)
+    threads = min(BLOCK_THREADS, Bp)
+    gx = grid_blocks(Bp, threads)
     for lv in range(1, len(ptr) - 1):            # level 0: roots, no upward arcs
         lo, hi = int(ptr[lv]), int(ptr[lv + 1])
         if hi > lo:
@@ -145,12 +145,12 @@ def phast_batch(dh: DeviceHierarchy, sources, restricted: Sweep | None = None,
     out = cupy.empty((B, width), dtype=dt)
     pred = cupy.empty((B, width), dtype=cupy.int32) if predecessors else None
     if width:
-        grid2 = (_blocks(width, _TILE), _blocks(B, _TILE))
+        grid2 = (grid_blocks(width, _TILE), grid_blocks(B, _TILE))
         args = (np.int64(width), np.int64(Bp), np.int64(B), out_rank)
-        _kernel(f"phast_unpack_{sfx}", KERNEL_FILE)(grid2, (_TILE, _TILE_ROWS),
+        get_kernel(f"phast_unpack_{sfx}", KERNEL_FILE)(grid2, (_TILE, _TILE_ROWS),
                                                      (D,) + args + (out,))
         if predecessors:
-            _kernel("phast_unpack_i32", KERNEL_FILE)(grid2, (_TILE, _TILE_ROWS),
+            get_kernel("phast_unpack_i32", KERNEL_FILE)(grid2, (_TILE, _TILE_ROWS),
                                                       (P,) + args + (pred,))
     del D, P
     return out, pred, {"rounds": max(0, len(ptr) - 2), "relaxations": arcs * B}

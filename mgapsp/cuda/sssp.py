@@ -10,11 +10,11 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import UnsupportedError
-from .bellman_ford import (MAX_ROUND_GROUP, _BFRun, _check_batch, _empty_result,
+from .bellman_ford import (MAX_ROUND_GROUP, BFRun, check_batch, empty_result,
                            source_order)
 from .device import DeviceGraph
-from .frontier import BFOptions, State, _rows, chunking, state_mode
-from .loader import _cupy, _kernel, _sm_count
+from .frontier import BFOptions, State, graph_rows, chunking, state_mode
+from .loader import cupy_module, get_kernel, sm_count
 
 __all__ = ["dijkstra_batch", "reweight", "johnson_batch", "DIJKSTRA_FILE", "VARIANTS",
            "DIJKSTRA_KERNELS"]
@@ -33,12 +33,12 @@ def _min_out_weights(d_graph: DeviceGraph):
     key = ("mo",)
     mo = d_graph.derived.get(key)
     if mo is None:
-        cupy = _cupy()
-        rows = _rows(d_graph, True)
+        cupy = cupy_module()
+        rows = graph_rows(d_graph, True)
         mo = cupy.empty(d_graph.n, dtype=d_graph.dtype)
         f32 = d_graph.dtype == np.float32
-        _kernel("cr_row_min_f32" if f32 else "cr_row_min_f64", DIJKSTRA_FILE)(
-            (min(-(-d_graph.n // 256), 32 * _sm_count()),), (256,),
+        get_kernel("cr_row_min_f32" if f32 else "cr_row_min_f64", DIJKSTRA_FILE)(
+            (min(-(-d_graph.n // 256), 32 * sm_count()),), (256,),
             (rows.indptr, rows.rend, rows.w, np.int64(d_graph.n), mo))
         d_graph.derived[key] = mo
     return mo
@@ -49,13 +49,13 @@ class _CrauserRun:
 
     def __init__(self, d_graph: DeviceGraph, src: np.ndarray, *, predecessors: bool,
                  variant: str):
-        cupy = _cupy()
+        cupy = cupy_module()
         self.cupy = cupy
         self.g = d_graph
         self.n = n = d_graph.n
         self.B = B = len(src)
         self.mode = mode = state_mode(d_graph.dtype, predecessors)
-        self.rows = _rows(d_graph, True)
+        self.rows = graph_rows(d_graph, True)
         self.econ = variant == "economic"
         self.mo = _min_out_weights(d_graph)
         if self.econ:
@@ -69,12 +69,12 @@ class _CrauserRun:
         ord_dt = cupy.uint64 if mode == 2 else cupy.uint32
         self.T = [cupy.full(Bp, np.iinfo(ord_dt).max, dtype=ord_dt) for _ in range(2)]
         self.ctr = cupy.zeros(8, dtype=cupy.uint64)
-        target = 8 * _sm_count()
+        target = 8 * sm_count()
         tiles = max(1, min(-(-n // 32), target // C))
         self.tile = 32 * -(-n // (32 * tiles))
         self.grid = (C, -(-n // self.tile))
-        self.k_threshold = _kernel(f"cr_threshold_m{mode}", DIJKSTRA_FILE)
-        self.k_settle = _kernel(f"cr_settle_m{mode}", DIJKSTRA_FILE)
+        self.k_threshold = get_kernel(f"cr_threshold_m{mode}", DIJKSTRA_FILE)
+        self.k_settle = get_kernel(f"cr_settle_m{mode}", DIJKSTRA_FILE)
         self.dist_scalar = np.float32 if mode in (0, 1) else np.float64
         self.phases = 0
 
@@ -147,10 +147,10 @@ def dijkstra_batch(d_graph: DeviceGraph, sources, dtype=None, predecessors: bool
     """
     if variant not in VARIANTS:
         raise ValueError(f"variant must be one of {', '.join(VARIANTS)}. Got {variant=}.")
-    dt, src = _check_batch(d_graph, sources, dtype, predecessors)
+    dt, src = check_batch(d_graph, sources, dtype, predecessors)
     _check_nonnegative(d_graph, "dijkstra")
     if len(src) == 0:
-        return _empty_result(d_graph.n, dt, predecessors)
+        return empty_result(d_graph.n, dt, predecessors)
     order = source_order(src)
     run = _CrauserRun(d_graph, src if order is None else src[order],
                       predecessors=predecessors, variant=variant)
@@ -168,7 +168,7 @@ def reweight(d_graph: DeviceGraph, potentials) -> DeviceGraph:
     ``w + h[u] - h[v] >= 0`` up to rounding (see ``bellman_ford_potentials``).
     The result shares the CSR structure with ``d_graph``.
     """
-    cupy = _cupy()
+    cupy = cupy_module()
     graph = d_graph.graph
     h = cupy.asarray(potentials, dtype=cupy.float64).ravel()
     if h.shape[0] != d_graph.n:
@@ -196,11 +196,11 @@ def johnson_batch(d_rw: DeviceGraph, sources, potentials, dtype=None,
     """
     if inner not in ("auto", "dijkstra", "bellman-ford"):
         raise ValueError(f"inner must be auto, dijkstra or bellman-ford. Got {inner=}.")
-    cupy = _cupy()
-    dt, src = _check_batch(d_rw, sources, dtype, predecessors)
+    cupy = cupy_module()
+    dt, src = check_batch(d_rw, sources, dtype, predecessors)
     _check_nonnegative(d_rw, "johnson's inner kernel")
     if len(src) == 0:
-        return _empty_result(d_rw.n, dt, predecessors)
+        return empty_result(d_rw.n, dt, predecessors)
     h = cupy.asarray(potentials, dtype=cupy.float64).ravel()
     if inner == "auto":
         inner = "bellman-ford" if prefer_bellman_ford(d_rw, len(src)) else "dijkstra"
@@ -209,7 +209,7 @@ def johnson_batch(d_rw: DeviceGraph, sources, potentials, dtype=None,
     if inner == "dijkstra":
         run = _CrauserRun(d_rw, col_src, predecessors=predecessors, variant="general")
     else:
-        run = _BFRun(d_rw, col_src, len(src), seed_all=False, track=predecessors,
+        run = BFRun(d_rw, col_src, len(src), seed_all=False, track=predecessors,
                      options=BFOptions())
     run.run()
     dist, pred = run.state.unpack(predecessors, row_of_col=order, undo=h)

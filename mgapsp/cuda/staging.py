@@ -20,7 +20,7 @@ import numpy as np
 
 
 from .blosc import TYPESIZES  # noqa: F401  (the type sizes the GPU frames handle)
-from .loader import _cupy
+from .loader import cupy_module
 
 __all__ = ["STAGE_BYTES", "FRAME_GROUP_BYTES", "chunk_groups", "frame_groups", "GPUTimer",
            "is_device_array", "select_columns"]
@@ -42,7 +42,7 @@ def is_device_array(a) -> bool:
 def select_columns(block, columns: np.ndarray):
     """``block[:, columns]`` on the block's own device."""
     if is_device_array(block):
-        return block[:, _cupy().asarray(columns)]
+        return block[:, cupy_module().asarray(columns)]
     return block[:, columns]
 
 
@@ -50,7 +50,7 @@ class _Stage:
     """One thread's two pinned buffers and its copy stream."""
 
     def __init__(self):
-        cupy = _cupy()
+        cupy = cupy_module()
         self.device = cupy.cuda.runtime.getDevice()
         self.stream = cupy.cuda.Stream(non_blocking=True)
         self.buffers: list[np.ndarray | None] = [None, None]
@@ -62,13 +62,13 @@ class _Stage:
             # seldom waits for pages to be pinned.
             size = 2 * nbytes           # more than the buffer held: it only grows
             self.buffers[slot] = None
-            mem = _cupy().cuda.alloc_pinned_memory(size)
+            mem = cupy_module().cuda.alloc_pinned_memory(size)
             buf = self.buffers[slot] = np.ndarray((size,), dtype=np.uint8, buffer=mem)
         return buf[:nbytes]
 
 
 def _stage() -> _Stage:
-    cupy = _cupy()
+    cupy = cupy_module()
     st = getattr(_LOCAL, "stage", None)
     if st is None or st.device != cupy.cuda.runtime.getDevice():
         st = _LOCAL.stage = _Stage()
@@ -85,7 +85,7 @@ def chunk_groups(block, chunk_rows: int, chunk_cols: int, fill,
     the generator calls ``wait(slot)``: the caller must then be done with the tiles
     it was given from that slot.
     """
-    cupy = _cupy()
+    cupy = cupy_module()
     rows, n = block.shape
     if rows > chunk_rows:
         raise ValueError(f"a block of {rows} rows does not fit chunks of {chunk_rows}")
@@ -136,7 +136,7 @@ def frame_groups(block, chunk_rows: int, chunk_cols: int, fill, clevel: int,
     """
     from .blosc import encode_chunks
 
-    cupy = _cupy()
+    cupy = cupy_module()
     block = cupy.ascontiguousarray(block)
     rows, n = block.shape
     st = _stage()
@@ -159,7 +159,7 @@ class GPUTimer:
     """Device time between :meth:`start` and :meth:`stop` on the current stream."""
 
     def __init__(self):
-        cupy = _cupy()
+        cupy = cupy_module()
         self._a, self._b = cupy.cuda.Event(), cupy.cuda.Event()
 
     def start(self) -> "GPUTimer":
@@ -168,7 +168,7 @@ class GPUTimer:
 
     def stop(self) -> float:
         """Seconds; waits for the device."""
-        cupy = _cupy()
+        cupy = cupy_module()
         self._b.record()
         self._b.synchronize()
         return cupy.cuda.get_elapsed_time(self._a, self._b) / 1e3
