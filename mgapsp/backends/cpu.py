@@ -1,26 +1,42 @@
-"""CPU backend on ``scipy.sparse.csgraph``.
+"""CPU backend: the multi-core kernels of :mod:`mgapsp.cpu_sssp`, SciPy's ``csgraph``.
 
 Dijkstra for non-negative weights, Johnson (Dijkstra on the graph reweighted with
 potentials computed once per job) for negative ones, Bellman-Ford, and Floyd-Warshall
-for small dense graphs.  SciPy's kernels are single-threaded, so the pipeline runs one
-worker process per core.
+for small dense graphs.  Dijkstra, Johnson and Bellman-Ford run on the Numba kernels,
+which release the interpreter lock: :meth:`CPUBackend.fill_rows` (an answer computed in
+this process) spreads the sources over every core, and :meth:`CPUBackend.distances` (a
+pipeline's batch) runs on its caller's thread, so that a worker of one thread per core
+computes a batch per thread.  SciPy (one core, the lock held) answers where the kernels
+would cost more than the work (:func:`kernels_pay`), and where Numba is missing.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import os
 
 import numpy as np
 from scipy.sparse import csgraph
 
-from .. import hierarchy
+from .. import cpu_sssp, hierarchy
 from ..errors import InsufficientMemoryError, NegativeCycleError, UnsupportedError
 from ..graph import Graph
 from .base import ALGORITHMS, SLAB_ALIGN, Backend, BatchResult
 
-__all__ = ["CPUBackend", "bellman_ford_potentials", "find_negative_cycle"]
+__all__ = ["CPUBackend", "bellman_ford_potentials", "find_negative_cycle", "kernels_pay",
+           "multicore"]
 
 _SCIPY_NO_PRED = -9999
+#: the algorithms the Numba kernels run
+KERNEL_ALGORITHMS = ("dijkstra", "johnson", "bellman-ford")
+#: (source, vertex or edge) steps below which SciPy answers while the kernels are not
+#: loaded in this process yet: importing Numba and loading its cached kernels took
+#: 0.36 s on the 2-core machine of bench/cpu-*-2cores.md, what SciPy's Dijkstra does
+#: in about 10 million steps; the kernels on 2 cores saved a third of SciPy's time
+#: there, so they pay from about 30 million steps (rome99, all pairs: 41 million)
+COLD_STEPS = 2**25
+#: the same once the kernels are loaded: a parallel launch costs milliseconds
+WARM_STEPS = 2**18
 
 
 class CPUBackend(Backend):
@@ -42,6 +58,17 @@ class CPUBackend(Backend):
         # ``device`` changes nothing: the host is this backend's device
         sources = np.asarray(sources, dtype=np.int64)
         dtype = np.dtype(dtype)
+        if algorithm in KERNEL_ALGORITHMS and kernels_pay(graph, len(sources)):
+            # a batch of a job: this thread's core (the worker's other threads run
+            # other batches)
+            dist = np.empty((len(sources), graph.n if targets is None else len(targets)),
+                            dtype=dtype)
+            pred = (np.empty((len(sources), graph.n), dtype=np.int32) if predecessors
+                    else None)
+            self._kernel_rows(graph, sources, dist, pred, algorithm=algorithm,
+                              potentials=potentials, columns=targets, parallel=False)
+            return BatchResult(dist, pred, {"sources": len(sources), "kernel": "numba"},
+                               targets_only=targets is not None)
         if algorithm == "dijkstra":
             if graph.has_negative_weights:
                 raise UnsupportedError(
@@ -60,7 +87,8 @@ class CPUBackend(Backend):
         elif algorithm == "johnson":
             if potentials is None:
                 potentials = self.potentials(graph)
-            dist, pred = _scipy_call(csgraph.dijkstra, self._johnson(graph, potentials),
+            dist, pred = _scipy_call(csgraph.dijkstra,
+                                     self._johnson(graph, potentials).to_scipy(),
                                      sources, predecessors)
             dist -= potentials[sources][:, None]
             dist += potentials[None, :]
@@ -85,6 +113,49 @@ class CPUBackend(Backend):
             pred = pred.astype(np.int32, copy=False)
             pred[pred == _SCIPY_NO_PRED] = -1
         return BatchResult(dist.astype(dtype, copy=False), pred, {"sources": len(sources)})
+
+    def fill_rows(self, graph, sources, dist, pred=None, *, batch_size, algorithm,
+                  potentials=None, columns=None, on_rows=None) -> None:
+        """As :meth:`Backend.fill_rows`; Dijkstra, Johnson and Bellman-Ford on every
+        core (the kernels write straight into ``dist`` and ``pred``), in pieces of at
+        least a few sources per core, so that progress is told as rows finish."""
+        if not (algorithm in KERNEL_ALGORITHMS and kernels_pay(graph, len(sources))
+                and dist.flags.c_contiguous):
+            super().fill_rows(graph, sources, dist, pred, batch_size=batch_size,
+                              algorithm=algorithm, potentials=potentials,
+                              columns=columns, on_rows=on_rows)
+            return
+        step = max(batch_size, 4 * cpu_sssp.threads())
+        for lo in range(0, len(sources), step):
+            hi = min(lo + step, len(sources))
+            self._kernel_rows(graph, sources[lo:hi], dist[lo:hi],
+                              None if pred is None else pred[lo:hi], algorithm=algorithm,
+                              potentials=potentials, columns=columns, parallel=True)
+            if on_rows:
+                on_rows(hi)
+
+    def _kernel_rows(self, graph, sources, dist, pred, *, algorithm, potentials, columns,
+                     parallel: bool) -> None:
+        """Rows of ``sources`` into ``dist`` (and ``pred``) by the Numba kernels."""
+        if algorithm == "dijkstra":
+            if graph.has_negative_weights:
+                raise UnsupportedError(
+                    f"dijkstra needs non-negative weights, but the graph has weight "
+                    f"{graph.min_weight:g}; use johnson or bellman-ford")
+            cpu_sssp.dijkstra_rows(graph.indptr, graph.indices, graph.weights, sources,
+                                   dist, pred, targets=columns, parallel=parallel)
+        elif algorithm == "johnson":
+            if potentials is None:
+                potentials = self.potentials(graph)
+            g = self._johnson(graph, potentials)
+            cpu_sssp.dijkstra_rows(g.indptr, g.indices, g.weights, sources, dist, pred,
+                                   targets=columns, shift=potentials, parallel=parallel)
+        elif cpu_sssp.bellman_ford_rows(graph.indptr, graph.indices, graph.weights,
+                                        sources, dist, pred, targets=columns,
+                                        parallel=parallel):
+            find_negative_cycle(graph)     # raises ours, with the cycle
+            raise NegativeCycleError([], float("-inf"),
+                                     "negative cycle (could not extract it)")
 
     def floyd_warshall_slab(self, n, r0, r1, edges, dtype, exchange, bounds, info):
         return floyd_warshall_rows_cpu(n, r0, r1, *edges, exchange, bounds, info["name"])
@@ -121,8 +192,8 @@ class CPUBackend(Backend):
             w = graph.weights + h[graph.sources_of_edges] - h[graph.indices]
             # Rounding can leave tiny negatives on tight edges.
             np.maximum(w, 0.0, out=w)
-            g = Graph(graph.indptr, graph.indices, w, vertex_ids=graph.vertex_ids)
-            self._reweighted = {key: g.to_scipy()}
+            self._reweighted = {key: Graph(graph.indptr, graph.indices, w,
+                                           vertex_ids=graph.vertex_ids)}
         return self._reweighted[key]
 
     def _floyd_warshall(self, graph, predecessors):
@@ -143,6 +214,22 @@ class CPUBackend(Backend):
                 raise
             self._fw = {key: res if predecessors else (res, None)}
         return self._fw[key]
+
+
+def multicore() -> bool:
+    """Whether this process's CPU backend computes on every core (Numba installed):
+    then one worker process with a thread per core does a job's batches best."""
+    return importlib.util.find_spec("numba") is not None
+
+
+def kernels_pay(graph: Graph, rows: int) -> bool:
+    """Whether ``rows`` sources of ``graph`` go to the Numba kernels rather than SciPy:
+    they are installed, and the work pays for loading them (:data:`COLD_STEPS`, or
+    :data:`WARM_STEPS` where this process has them loaded or loading)."""
+    steps = rows * (graph.n + graph.m)
+    if steps < WARM_STEPS or not multicore():
+        return False
+    return steps >= COLD_STEPS or cpu_sssp.loading()
 
 
 def _scipy_call(fn, csr, sources, predecessors):
