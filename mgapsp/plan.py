@@ -197,10 +197,12 @@ def owner_of_rows(bounds, start: int) -> int:
 def plan_job(graph: Graph, *, algorithm: str, backend: str, dtype: str, sources,
              batch_size: int | None, predecessors: bool, n_workers: int,
              memory: int, targets=None, hierarchy_ready: bool = False,
-             may_build: bool = False) -> JobPlan:
+             may_build: bool = False, threads: int | None = None) -> JobPlan:
     """Resolve every choice of a job; raises before anything is written.
     ``hierarchy_ready``: the graph's contraction hierarchy is built; ``may_build``:
-    the caller can build one (``auto`` may then pick phast)."""
+    the caller can build one (``auto`` may then pick phast).  ``threads``: the
+    workers' threads together (CPU batches are cut for them: a worker may run one
+    batch per thread); default ``n_workers``."""
     dtype, dtype_reason = choose_dtype(graph, dtype, predecessors=predecessors,
                                        gpu=backend in ("gpu", "hybrid"))
     sources = (np.arange(graph.n, dtype=np.int64) if sources is None
@@ -238,7 +240,9 @@ def plan_job(graph: Graph, *, algorithm: str, backend: str, dtype: str, sources,
                                        predecessors=predecessors))
     if batch_size is None:
         batch_size = choose_batch_size(graph, len(sources), backend=backend_for_plan,
-                                       n_workers=n_workers, bytes_per_row=per_row,
+                                       n_workers=(max(n_workers, threads or 0)
+                                                  if backend == "cpu" else n_workers),
+                                       bytes_per_row=per_row,
                                        memory=memory)
         if slabs and batch_size >= SLAB_ALIGN:
             # slabs are cut at multiples of lcm(batch, SLAB_ALIGN): keep it small

@@ -114,6 +114,12 @@ class CPUBackend(Backend):
             pred[pred == _SCIPY_NO_PRED] = -1
         return BatchResult(dist.astype(dtype, copy=False), pred, {"sources": len(sources)})
 
+    def prepare(self, algorithm: str, steps: int) -> None:
+        # the kernels load on a thread of their own while the job makes its store, so
+        # that its batches (each too small to pay for loading them) find them ready
+        if algorithm in KERNEL_ALGORITHMS and multicore() and steps >= COLD_STEPS:
+            cpu_sssp.load_async()
+
     def fill_rows(self, graph, sources, dist, pred=None, *, batch_size, algorithm,
                   potentials=None, columns=None, on_rows=None) -> None:
         """As :meth:`Backend.fill_rows`; Dijkstra, Johnson and Bellman-Ford on every

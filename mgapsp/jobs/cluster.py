@@ -1,8 +1,10 @@
 """Getting a Dask client: attach to a running cluster or start the embedded default.
 
 The embedded default is a ``LocalCUDACluster`` with one worker per visible GPU when the
-GPU backend runs, otherwise a ``LocalCluster`` of single-threaded worker processes,
-one per core (SciPy's kernels hold the GIL).  Dashboards bind to 127.0.0.1.  Its
+GPU backend runs; for the CPU backend one worker inside this process with a thread
+per core (its kernels release the GIL: see :mod:`mgapsp.backends.cpu`), or, where they
+cannot run (no Numba) or ``n_workers`` asks for more, a ``LocalCluster`` of
+single-threaded worker processes, one per core (SciPy's kernels hold the GIL).  Dashboards bind to 127.0.0.1.  Its
 scheduler and workers listen on 127.0.0.1 too, which any user of a shared host can
 reach: by default (``mgapsp.cluster.tls``) every connection uses TLS with a key and
 certificate made for that one run and held in memory, so only this process and the
@@ -22,9 +24,10 @@ import warnings
 from distributed.diagnostics.plugin import WorkerPlugin
 
 from .. import config
+from ..backends.cpu import multicore
 from ..errors import MgapspError
 
-__all__ = ["connect", "one_process", "embedded_security", "tls_security", "parse_gpus", "ConfigPlugin"]
+__all__ = ["connect", "cpu_threads", "one_process", "embedded_security", "tls_security", "parse_gpus", "ConfigPlugin"]
 
 log = logging.getLogger(__name__)
 
@@ -120,7 +123,8 @@ def connect(*, scheduler: str | None = None, scheduler_file: str | None = None,
         with _interrupt_held() as held, _quiet_logs(level), warnings.catch_warnings():
             warnings.filterwarnings("ignore", message="Port .* is already in use")
             cluster = _in_process_cluster(backend, gpus, options)
-        with cluster, Client(cluster) as client, _dashboard_pages_later(cluster, dashboard):
+        with cluster, Client(cluster) as client, _dashboard_pages_later(cluster, dashboard), \
+                _write_threads(_cpu_worker_threads() if backend == "cpu" else 1):
             if held:
                 raise KeyboardInterrupt
             yield client
@@ -152,6 +156,20 @@ def connect(*, scheduler: str | None = None, scheduler_file: str | None = None,
             _add_cpu_workers(cluster, cpu_workers, options)
             client.wait_for_workers(len(cluster.worker_spec), timeout=120)
         yield client
+
+
+@contextlib.contextmanager
+def _write_threads(threads: int):
+    """An in-process CPU worker of several threads compresses with as many: the store's
+    default of one write thread is for a worker process per core
+    (``mgapsp.store.write-threads`` set by the user wins)."""
+    import dask.config
+
+    if threads <= 1 or config.get("store.write-threads") is not None:
+        yield
+        return
+    with dask.config.set({"mgapsp.store.write-threads": threads}):
+        yield
 
 
 @contextlib.contextmanager
@@ -219,17 +237,26 @@ def _dashboard_pages_later(cluster, dashboard: bool):
 def one_process(backend: str, *, gpus: str | None = None, n_workers: int | None = None,
                 cpu_workers: int = 0, small: bool = False) -> bool:
     """Whether the embedded cluster of a job is best this process alone: where one
-    worker is all there is, a GPU worker on the one GPU this process sees, or a CPU
-    worker for a job of one small batch (``small``).  Starting worker processes takes
-    seconds (each imports Dask, Zarr, SciPy and CuPy again); a job of a few seconds
-    would spend most of its time on it."""
+    worker is all there is, a GPU worker on the one GPU this process sees, a CPU
+    worker for a job of one small batch (``small``), or a CPU worker of a thread per
+    core where the CPU kernels release the GIL.  Starting worker processes takes
+    seconds (each imports Dask, Zarr, SciPy and CuPy again, and talks TLS to the
+    scheduler); a job of a few seconds would spend most of its time on it."""
     if cpu_workers or (n_workers or 1) != 1:
         return False
     if backend == "gpu":
         from ..devices import gpu_count
 
         return gpu_count() == 1 and (gpus is None or parse_gpus(gpus) == "0")
-    return small
+    return small or multicore()
+
+
+def cpu_threads() -> int:
+    """The cores this process may run on (its affinity), at least 1."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # pragma: no cover - not Linux
+        return os.cpu_count() or 1
 
 
 def _in_process_cluster(backend: str, gpus: str | None, options: dict):
@@ -241,7 +268,14 @@ def _in_process_cluster(backend: str, gpus: str | None, options: dict):
         return LocalCluster(n_workers=1, processes=False,
                             threads_per_worker=config.get("cluster.gpu-worker-threads"),
                             resources={"GPU": 1}, **options)
-    return LocalCluster(n_workers=1, threads_per_worker=1, processes=False, **options)
+    return LocalCluster(n_workers=1, threads_per_worker=_cpu_worker_threads(),
+                        processes=False, **options)
+
+
+def _cpu_worker_threads() -> int:
+    """Threads of the in-process CPU worker: one per core where the kernels release
+    the GIL; with SciPy's, more would only queue for it."""
+    return cpu_threads() if multicore() else 1
 
 
 def embedded_security():

@@ -34,7 +34,7 @@ from . import fw_slabs
 from .cluster import ConfigPlugin
 from .report import JobReport
 from .tasks import (compute_hierarchy, compute_potentials, drop_slabs, hierarchy_dir,
-                    probe_worker, run_batch)
+                    prepare_backend, probe_worker, run_batch)
 from .watchdog import Watchdog
 
 __all__ = ["run_job", "check_for_repair", "repair_job"]
@@ -129,9 +129,14 @@ def _run_locked(graph: Graph, out: str, client, token: str, lock: StoreLock, *,
         return plan_job(graph, algorithm=algorithm, backend=backend, dtype=dtype,
                         sources=sources, batch_size=batch_size, predecessors=predecessors,
                         n_workers=len(workers), memory=memory, targets=targets,
-                        hierarchy_ready=ready, may_build=may_build)
+                        hierarchy_ready=ready, may_build=may_build,
+                        threads=sum(client.nthreads().values()))
 
     plan = make_plan(may_build=True)
+    if plan.backend in ("cpu", "gpu"):
+        # what the batches need loads while the job checks the graph and makes its store
+        client.run(prepare_backend, plan.backend, plan.algorithm,
+                   plan.n_sources * (graph.n + graph.m))
     damaged: dict[int, str] = {}
     if existing:
         store.check_resume(graph, plan)

@@ -25,7 +25,7 @@ from ..errors import MgapspError
 from ..graph import Graph
 from ..store import Store
 
-__all__ = ["run_batch", "compute_potentials", "compute_hierarchy", "hierarchy_dir",
+__all__ = ["run_batch", "prepare_backend", "compute_potentials", "compute_hierarchy", "hierarchy_dir",
            "probe_worker", "cached_rows", "keep_slab", "drop_slabs"]
 
 _LOCK = threading.Lock()
@@ -249,6 +249,12 @@ def compute_potentials(graph: Graph, backend: str) -> np.ndarray:
     if backend == "hybrid":
         backend = local_backend()
     return get_backend(backend).potentials(graph)
+
+
+def prepare_backend(backend: str, algorithm: str, steps: int) -> None:
+    """Worker task (``client.run``): let the job's backend start loading what its
+    batches need (:meth:`mgapsp.backends.Backend.prepare`)."""
+    get_backend(backend).prepare(algorithm, steps)
 
 
 def probe_worker(backend: str) -> dict:
