@@ -99,9 +99,8 @@ def dijkstra_rows(indptr, indices, weights, sources, out, pred=None, *, targets=
     vertex on a shortest path, -1 at the source and where unreachable.  ``shift``
     (Johnson potentials ``h``): the weights are reweighted ones and each distance is
     written as ``(d - h[s]) + h[t]``.  Weights must be non-negative."""
-    k = _kernels()
     args = _arguments(indptr, indices, weights, sources, out, pred, targets, shift)
-    (k["dijkstra_par"] if parallel else k["dijkstra_ser"])(*args)
+    _launch("dijkstra", parallel, args)
 
 
 def bellman_ford_rows(indptr, indices, weights, sources, out, pred=None, *,
@@ -109,9 +108,23 @@ def bellman_ford_rows(indptr, indices, weights, sources, out, pred=None, *,
     """Bellman-Ford (a FIFO queue of the vertices whose distance fell) from each of
     ``sources``, as :func:`dijkstra_rows`; any weights.  Returns True when a source
     reaches a negative cycle (``out`` is then unfinished)."""
-    k = _kernels()
     args = _arguments(indptr, indices, weights, sources, out, pred, targets, None)
-    return bool((k["spfa_par"] if parallel else k["spfa_ser"])(*args))
+    return bool(_launch("spfa", parallel, args))
+
+
+def _launch(kernel: str, parallel: bool, args):
+    """Run a kernel's parallel or serial form.  The parallel one hands sources to the
+    threads one at a time as each frees (Numba's chunk size 1): a source's search
+    costs thousands of times a hand-out, and an even split in advance leaves every
+    core waiting for the slowest one (one a busy host shares, or one whose sources
+    reach more of the graph)."""
+    k = _kernels()
+    if not parallel:
+        return k[kernel + "_ser"](*args)
+    import numba  # noqa: PLC0415 - loaded with the kernels
+
+    with numba.parallel_chunksize(1):
+        return k[kernel + "_par"](*args)
 
 
 def _arguments(indptr, indices, weights, sources, out, pred, targets, shift):
