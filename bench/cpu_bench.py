@@ -181,6 +181,7 @@ def main(argv=None) -> int:
                     default=[Path("/work/shared/data")])
     args = ap.parse_args(argv)
     n_cores = cores()
+    busy = [os.getloadavg()[0]]         # a shared host's other work shows here
     load = kernel_load_seconds()
     rows, missing = [], []
     with tempfile.TemporaryDirectory(prefix="cpu-bench-") as tmp:
@@ -190,6 +191,7 @@ def main(argv=None) -> int:
                 missing.append(name)
                 continue
             rows.append(bench_graph(name, path, args, Path(tmp)))
+    busy.append(os.getloadavg()[0])
     import numba
     nk = next((r["networkit"] for r in rows if r["networkit"]), None)
     meta = {"date": dt.date.today().isoformat(), "cores": n_cores,
@@ -198,7 +200,7 @@ def main(argv=None) -> int:
             "numba": numba.__version__, "numba_threading_layer": _threading_layer(),
             "networkit": nk["version"] if nk else None, "kernel_load": load,
             "repeats": args.repeats, "cli_repeats": args.cli_repeats,
-            "missing_graphs": missing}
+            "missing_graphs": missing, "load_average_start_end": busy}
     text = (f"# CPU backend, all pairs, {n_cores} cores ({meta['date']})\n\n"
             f"{table(rows)}\n\n"
             f"Seconds: medians; SciPy and apsp of {args.repeats} runs after a warm-up, "
@@ -210,7 +212,10 @@ def main(argv=None) -> int:
             f"{meta['scipy']}, NumPy {meta['numpy']}, Python {meta['python']}"
             + (f", NetworKit {meta['networkit']} on {nk['threads']} threads" if nk else
                "; NetworKit not installed (pip install networkit to add it)")
-            + (f". Not found: {', '.join(missing)}" if missing else "") + ".\n")
+            + (f". Not found: {', '.join(missing)}" if missing else "")
+            + f". Load average (1 min) at the start and the end: {busy[0]:.1f}, "
+            f"{busy[1]:.1f} on {n_cores} cores (other work on the host slows the "
+            f"multi-core runs most).\n")
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     stem = out / f"cpu-{meta['date']}-{n_cores}cores"
