@@ -15,9 +15,17 @@ from .errors import (
 )
 from .graph import Graph
 from .readers import as_graph, read_graph
-from .results import Result, open
 
 __version__ = "0.1.0"
+
+
+def __getattr__(name):
+    # the store's reader imports Zarr: only when a program reads a store
+    if name in ("Result", "open"):
+        from . import results
+
+        return getattr(results, name)
+    raise AttributeError(f"module 'mgapsp' has no attribute {name!r}")
 
 __all__ = [
     "apsp",

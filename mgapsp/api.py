@@ -9,17 +9,15 @@ import tempfile
 import numpy as np
 
 from . import hierarchy
+from .algorithms import needs_hierarchy
 from .backends import get_backend
 from .devices import gpu_count
 from .errors import InsufficientMemoryError, MgapspError, UnsupportedError, quote
 from .graph import Graph
-from .jobs.cluster import connect, one_process
-from .jobs.driver import run_job
 from .jobs.progress import ProgressBar
 from .memory import available_memory
 from .plan import choose_dtype, plan_job, small_job
 from .readers import as_graph
-from .results import Result
 
 __all__ = ["apsp", "resolve_backend"]
 
@@ -44,38 +42,29 @@ def apsp(graph, *, out=None, algorithm: str = "auto", backend: str = "auto",
     ----------
     graph : Graph, path, SciPy sparse matrix, ndarray, list of lists, masked array,
             networkx graph, data frame or edge tuple
-        See :func:`mgapsp.readers.as_graph`.  Paths are read with :func:`read_graph`;
-        a data frame (pandas, pyarrow, anything with ``__dataframe__``) is an edge
-        list, one row an edge (``source``, ``target``, ``weight``).
+        See :func:`mgapsp.readers.as_graph` (paths: :func:`read_graph`); a data frame
+        is an edge list, one row an edge (``source``, ``target``, ``weight``).
     out : path, optional
-        Zarr store to fill.  Given: the job runs on Dask (``client``, or an embedded
-        cluster started for the call) and the store is returned as a :class:`~mgapsp.Result`.
-        Omitted: the distances come back as a NumPy array, computed in this process
-        (or, with ``client``, on its workers through a temporary store).
+        Zarr store to fill, by a Dask job (on ``client`` or an embedded cluster),
+        returned as a :class:`~mgapsp.Result`.  Omitted: a NumPy array, computed in
+        this process (or, with ``client``, on its workers through a temporary store).
     algorithm : {"auto", "bellman-ford", "dijkstra", "johnson", "floyd-warshall", "phast"}
-        ``phast``: a contraction hierarchy built once per graph (seconds for a road
-        network of a few hundred thousand vertices, kept for the process's next
-        calls), then one sweep per batch; for road-like graphs with non-negative
-        weights (positive ones for predecessors).  ``auto`` picks it on the GPU once
-        the graph's hierarchy is built (by an earlier phast call of this process, or a
-        phast job whose store lay in the same folder).
+        ``phast``: a contraction hierarchy built once per graph, then one sweep per
+        batch (road networks; non-negative weights, positive ones for predecessors);
+        ``auto`` picks it on the GPU once the graph's hierarchy is built.
     backend : {"auto", "gpu", "cpu"}
         ``auto`` uses the GPU when CUDA devices are visible.
     dtype : {"auto", "float32", "float64"}
         ``auto`` keeps every answer exact: float32 where the weights are integers and
         every path sum stays within 2**24, else float64.
     sources : label or 1-D sequence of labels, optional
-        Rows to compute, as the vertices' labels in the input (``None``: every vertex).
-        One label (``sources=3``) gives one row, 1-D, as SciPy's ``indices=3`` does: the
-        result has shape ``(len(targets),)``, predecessors ``(n,)``; a sequence gives
-        2-D rows, ``[]`` none (shape ``(0, len(targets))``).  Integer labels may be
-        given as integers, as text (``"7"``) or as integral floats (``2.0`` is 2); a
-        fractional or non-finite float (``1.5``, NaN) is an unknown label, never
-        rounded.  Where the graph's labels are Python objects (a NetworkX graph's
-        tuples, such as ``grid_2d_graph``'s), a tuple is one label, ``(0, 0)``; pass
-        several in a list, ``[(0, 0), (1, 2)]``; labels are then found as they are
-        (``"(0, 0)"`` is text, no tuple).  Booleans, nested (2-D) sequences of other
-        graphs, sets and other objects that are no label raise :class:`MgapspError`.
+        Rows to compute, as the vertices' labels (``None``: every vertex).  One label
+        (``sources=3``) gives one row, 1-D, as SciPy's ``indices=3``; ``[]`` gives
+        shape ``(0, len(targets))``.  Integer labels may be given as text (``"7"``) or
+        integral floats (``2.0``); a fractional float is an unknown label, never
+        rounded.  Where the labels are Python objects (a NetworkX graph's tuples), a
+        tuple is one label; pass several in a list.  Booleans, sets and nested
+        sequences raise :class:`MgapspError`.
     targets : label or 1-D sequence of labels, optional
         Columns to keep (``None``: every vertex), read as ``sources``; many-to-many
         distances.
@@ -120,6 +109,24 @@ def apsp(graph, *, out=None, algorithm: str = "auto", backend: str = "auto",
         A source or target that no vertex has (a fractional id among them).
     MgapspError
         Bad input, an impossible option, or a store that would be overwritten.
+
+    Examples
+    --------
+    A dense matrix, read as SciPy reads one (0 off the diagonal: no edge); integer
+    weights whose sums stay small come back exact in float32:
+
+    >>> import mgapsp
+    >>> mgapsp.apsp([[0, 1, 0], [0, 0, 2], [4, 0, 0]])
+    array([[0., 1., 3.],
+           [6., 0., 2.],
+           [4., 5., 0.]], dtype=float32)
+
+    Edges as ``(src, dst, weight)`` arrays of labels; one source label gives one row
+    (with ``out``, see :func:`mgapsp.open`):
+
+    >>> mgapsp.apsp(([10, 20, 30], [20, 30, 10], [1.0, 2.0, 4.0]), sources=20,
+    ...             targets=[10, 30])
+    array([6., 2.], dtype=float32)
     """
     g = as_graph(graph, directed=directed, unweighted=unweighted, weight=weight,
                  source=source, target=target)
@@ -138,31 +145,55 @@ def apsp(graph, *, out=None, algorithm: str = "auto", backend: str = "auto",
         answer = _in_process(g, backend=resolve_backend(backend), bar=bar, **options)
         bar.finish()
         return _rows(answer, one_row, predecessors)
-    watch = dict(on_start=lambda report: bar.start(report.plan.n_sources),
-                 on_progress=lambda report, done, total: bar.update(done, report.rows_run))
-    if out is None:
-        tmp = tempfile.mkdtemp(prefix="mgapsp-")
-        try:
-            path = os.path.join(tmp, "result.zarr")
-            run_job(g, path, client, backend=backend, **watch, **options)
-            bar.finish()
-            stored = Result(path)
-            dist = stored.distances()
-            if predecessors:
-                return _rows((dist, stored.group["predecessors"][:]), one_row, True)
-            return _rows(dist, one_row, False)
-        finally:
-            shutil.rmtree(tmp, ignore_errors=True)
+    if out is None:             # on the client's workers, through a temporary store
+        return _rows(_on_client(g, client, backend, bar, options), one_row, predecessors)
+    return _into_store(g, out, client, backend, bar, options, resume=resume,
+                       overwrite=overwrite, compression=compression, shards=shards)
+
+
+def _watch(bar: ProgressBar) -> dict:
+    """A job's callbacks that drive the progress line."""
+    return dict(on_start=lambda report: bar.start(report.plan.n_sources),
+                on_progress=lambda report, done, total: bar.update(done, report.rows_run))
+
+
+def _on_client(g: Graph, client, backend: str, bar: ProgressBar, options: dict):
+    """``apsp`` with a client and no store: a job into a temporary store, read back."""
+    # the job, store and cluster layers (Distributed, Zarr) come with the calls that
+    # use them: an in-process call pays for SciPy's imports alone
+    from .jobs.driver import run_job
+    from .results import Result
+
+    tmp = tempfile.mkdtemp(prefix="mgapsp-")
+    try:
+        path = os.path.join(tmp, "result.zarr")
+        run_job(g, path, client, backend=backend, **_watch(bar), **options)
+        bar.finish()
+        stored = Result(path)
+        dist = stored.distances()
+        if options["predecessors"]:
+            return dist, stored.group["predecessors"][:]
+        return dist
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _into_store(g: Graph, out, client, backend: str, bar: ProgressBar, options: dict,
+                **store_options):
+    """``apsp`` with ``out``: a job on ``client``, or on an embedded cluster."""
+    from .jobs.cluster import connect, one_process
+    from .jobs.driver import run_job
+    from .results import Result
+
     if client is not None:
-        run_job(g, out, client, backend=backend, resume=resume, overwrite=overwrite,
-                compression=compression, shards=shards, **watch, **options)
+        run_job(g, out, client, backend=backend, **store_options, **_watch(bar), **options)
     else:
         backend = resolve_backend(backend)
-        n_sources = g.n if sources is None else len(sources)
+        n_sources = g.n if options["sources"] is None else len(options["sources"])
         alone = one_process(backend, small=small_job(g, n_sources))
         with connect(backend=backend, processes=not alone) as own:
-            run_job(g, out, own, backend=backend, resume=resume, overwrite=overwrite,
-                    compression=compression, shards=shards, **watch, **options)
+            run_job(g, out, own, backend=backend, **store_options, **_watch(bar),
+                    **options)
     bar.finish()
     return Result(out)
 
@@ -250,7 +281,7 @@ def _in_process(graph: Graph, *, backend, algorithm, dtype, sources, targets, ba
                         hierarchy_ready=ready, may_build=may_build)
 
     plan = make_plan(may_build=True)
-    if plan.algorithm == "phast" and algorithm == "auto" and not ready:
+    if needs_hierarchy(plan.algorithm) and algorithm == "auto" and not ready:
         try:                    # built here, before the result is allocated
             hierarchy.for_graph(graph)
         except UnsupportedError:

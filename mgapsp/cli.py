@@ -14,9 +14,26 @@ import time
 import click
 import numpy as np
 
+from . import algorithms
 from .errors import GraphFormatError, MgapspError, UnknownLabelError
 
-_ALGORITHMS = ["auto", "bellman-ford", "dijkstra", "johnson", "floyd-warshall", "phast"]
+
+
+class _AlgorithmChoice(click.Choice):
+    """``auto`` and the registered algorithms (:mod:`mgapsp.algorithms`), as they are when
+    the command line is read."""
+
+    def __init__(self):
+        super().__init__(["auto"])
+
+    @property
+    def choices(self):
+        return ("auto",) + algorithms.names()
+
+    @choices.setter
+    def choices(self, value):       # click.Choice sets it; the registry is the truth
+        pass
+
 #: damaged batches listed one per line, at most
 _MAX_DAMAGED = 20
 
@@ -63,7 +80,10 @@ def main(ctx, verbose, quiet):
         # a lost worker or scheduler ends the job with one line of ours; Dask's client
         # would log its reconnection attempts and tracebacks besides, and asyncio a
         # "Future exception was never retrieved" for a timeout of the cluster's
-        # shutdown, collected after our error line (seen on a loaded host)
+        # shutdown, collected after our error line (seen on a loaded host).  Importing
+        # Distributed sets its loggers' levels from its configuration: first, then ours
+        import distributed  # noqa: F401
+
         logging.getLogger("distributed.client").setLevel(logging.CRITICAL)
         logging.getLogger("asyncio").setLevel(logging.CRITICAL)
     if verbose:
@@ -116,7 +136,7 @@ def _cluster_options(command):
 @click.option("--unweighted", is_flag=True, help="Ignore weights: every edge weighs 1.")
 @click.option("--weight-column", default=None,
               help="Weight column (name or 0-based index) for TNTP and CSV inputs.")
-@click.option("--algorithm", type=click.Choice(_ALGORITHMS), default="auto", show_default=True,
+@click.option("--algorithm", type=_AlgorithmChoice(), default="auto", show_default=True,
               help="phast: a contraction hierarchy built once per graph and kept beside "
                    "the store (road networks, non-negative weights; positive ones for "
                    "--predecessors).")
@@ -156,6 +176,7 @@ def run(graph, out, fmt, directed, unweighted, weight_column, algorithm, backend
     quiet = quiet or click.get_current_context().obj.get("quiet", False)
     from .api import resolve_backend
     from .jobs.cluster import connect, one_process, tls_security
+    from .jobs.dashboard import page_link
     from .jobs.driver import run_job
     from .jobs.progress import ProgressBar
     from .plan import small_job
@@ -215,6 +236,7 @@ def run(graph, out, fmt, directed, unweighted, weight_column, algorithm, backend
                  security=security, gpus=gpus, cpu_workers=cpu_workers) as client:
         if client.dashboard_link and dashboard:
             click.echo(f"  dashboard: {client.dashboard_link}")
+            click.echo(f"  job page:  {page_link(client)}")
         with _maybe_performance_report(performance_report):
             report = run_job(g, out, client, algorithm=algorithm,
                              backend="hybrid" if cpu_workers else backend,
@@ -258,6 +280,10 @@ def _summary(out, report, n_workers, size):
         click.echo("  rows by backend: " + ", ".join(
             f"{k} {v:,}" for k, v in sorted(report.per_backend.items())))
     store = report.store
+    if report.resume_check == "quick" and report.resumed_batches:
+        click.echo(f"  resumed: the {report.resumed_batches:,} batches stored before were "
+                   f"checked quickly (files whole); `mgapsp repair {out}` checks every "
+                   "chunk's checksum")
     if report.repaired_batches:
         from .store import batch_ranges
 
@@ -333,6 +359,10 @@ def info(store):
     state = "complete" if done.all() else "incomplete"
     click.echo(f"progress: {rows:,}/{plan.n_sources:,} rows, {int(done.sum()):,}/"
                f"{plan.n_batches:,} batches ({state}), last recorded {p['updated']}")
+    if s.unreadable_flags:
+        click.echo(f"damaged: the flags of {len(s.unreadable_flags):,} batch(es) are "
+                   f"unreadable: {', '.join(batch_ranges(s.unreadable_flags)[:20])}; "
+                   "they count as not done (--resume or repair computes them again)")
     damaged = damaged_batches(s)
     if damaged:
         click.echo(f"damaged: {len(damaged):,} flagged batch(es) fail their checks: "

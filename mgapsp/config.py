@@ -17,8 +17,6 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
-import dask.config
-
 from .errors import MgapspError
 
 __all__ = ["KNOBS", "Knob", "get", "settings"]
@@ -78,12 +76,20 @@ KNOBS: dict[str, Knob] = {
         "batch of their worker computes (a job's last batches), shared "
         "among the host's GPU workers; more slowed the page cache's writes on a "
         "two-GPU host"),
+    "store.deep-check-bytes": Knob(
+        2 * 2**30, int, "a resumed store this small or smaller has every stored chunk's "
+        "checksum checked (about 6 s for 2 GiB on 2 cores); a larger one only its files "
+        "whole (mgapsp repair checks every chunk)", user=True),
     "store.chunk-elements": Knob(
         16 * 2**20, int, "values in one stored chunk: files large enough for parallel "
         "file systems, small enough to read a row cheaply"),
     "jobs.in-flight-per-thread": Knob(
         2, int, "batch tasks a job keeps submitted per worker thread, so that a thread "
         "that frees finds one waiting"),
+    "cluster.hung-worker": Knob(
+        60.0, float, "seconds without a heartbeat after which a job takes a worker for "
+        "hung (stopped, or stuck on a GPU or a file system) and has the scheduler close "
+        "it, so that its batches run on the others", user=True),
     "jobs.stall-timeout": Knob(
         1800.0, float, "seconds without a finished batch (or ten times the slowest batch, "
         "if longer) after which a job stops with an error rather than wait on a hung "
@@ -111,7 +117,16 @@ def _nested(flat: dict[str, Any]) -> dict:
     return out
 
 
-dask.config.update_defaults({"mgapsp": _nested({k: v.default for k, v in KNOBS.items()})})
+def _dask_config():
+    """``dask.config``, imported on first use rather than with mgapsp (importing Dask
+    costs about what SciPy's csgraph does), with mgapsp's defaults in it (again, where
+    a ``dask.config.set`` block that came first took them away on its exit)."""
+    import dask.config
+
+    if "mgapsp" not in dask.config.config:
+        dask.config.update_defaults({"mgapsp": _nested({k: v.default
+                                                         for k, v in KNOBS.items()})})
+    return dask.config
 
 
 def _convert(key: str, value: Any, where: str) -> Any:
@@ -146,7 +161,7 @@ def get(key: str) -> Any:
     knob = KNOBS[key]
     if knob.alias and os.environ.get(knob.alias, "").strip():
         return _convert(key, os.environ[knob.alias], knob.alias)
-    return _convert(key, dask.config.get(f"mgapsp.{key}", default=knob.default),
+    return _convert(key, _dask_config().get(f"mgapsp.{key}", default=knob.default),
                     f"mgapsp.{key}")
 
 

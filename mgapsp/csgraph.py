@@ -19,6 +19,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.sparse import csgraph as _scipy_csgraph
 
+from .algorithms import BELLMAN_FORD, DIJKSTRA, FLOYD_WARSHALL, JOHNSON
 from .backends import Backend, get_backend
 from .backends.cpu import find_negative_cycle
 from .devices import gpu_count
@@ -30,8 +31,8 @@ __all__ = ["shortest_path", "dijkstra", "bellman_ford", "johnson", "floyd_warsha
 
 NULL_IDX = -9999                       # SciPy's "no predecessor"
 #: SciPy's method -> (mgapsp's algorithm, SciPy's function)
-_METHODS = {"FW": ("floyd-warshall", "floyd_warshall"), "D": ("dijkstra", "dijkstra"),
-            "BF": ("bellman-ford", "bellman_ford"), "J": ("johnson", "johnson")}
+_METHODS = {"FW": (FLOYD_WARSHALL.name, "floyd_warshall"), "D": (DIJKSTRA.name, "dijkstra"),
+            "BF": (BELLMAN_FORD.name, "bellman_ford"), "J": (JOHNSON.name, "johnson")}
 Answer = np.ndarray | tuple            # distances, or (distances, predecessors[, sources])
 
 
@@ -59,6 +60,17 @@ def shortest_path(csgraph: Any, method: str = "auto", directed: bool = True,
     -------
     dist_matrix : ndarray of float64, shape ``indices.shape + (N,)``
     predecessors : ndarray of int32, same shape, -9999 for none (``return_predecessors``)
+
+    Examples
+    --------
+    >>> from mgapsp import shortest_path
+    >>> shortest_path([[0, 1, 0], [0, 0, 2], [4, 0, 0]], indices=[0, 2])
+    array([[0., 1., 3.],
+           [4., 5., 0.]])
+    >>> dist, pred = shortest_path([[0, 1, 0], [0, 0, 2], [4, 0, 0]], indices=0,
+    ...                            return_predecessors=True)
+    >>> pred
+    array([-9999,     0,     1], dtype=int32)
     """
     csgraph = _checked(csgraph)
     if method == "auto":
@@ -83,6 +95,10 @@ def dijkstra(csgraph: Any, directed: bool = True, indices: Any = None,
     with ``return_predecessors`` also that source per vertex).  Negative weights: SciPy
     warns and answers (inaccurately); a negative cycle reachable from ``indices``, where
     SciPy's Dijkstra never returns, raises :class:`mgapsp.NegativeCycleError`.
+
+    >>> from mgapsp import dijkstra
+    >>> dijkstra([[0, 1, 0], [0, 0, 2], [4, 0, 0]], indices=0, limit=2)
+    array([ 0.,  1., inf])
     """
     if isinstance(limit, (str, bytes)):          # as SciPy: no text for a number
         raise TypeError(f"must be real number, not {type(limit).__name__}")
@@ -97,6 +113,10 @@ def bellman_ford(csgraph: Any, directed: bool = True, indices: Any = None,
 
     Parameters and returns as in :func:`shortest_path`; a negative cycle reachable from
     ``indices`` raises :class:`mgapsp.NegativeCycleError`.
+
+    >>> from mgapsp import bellman_ford
+    >>> bellman_ford([[0, 3, 0], [0, 0, -2], [4, 0, 0]], indices=0)
+    array([0., 3., 1.])
     """
     return _solve("BF", locals())
 
@@ -107,6 +127,12 @@ def johnson(csgraph: Any, directed: bool = True, indices: Any = None,
 
     Parameters and returns as in :func:`shortest_path`; any negative cycle raises
     :class:`mgapsp.NegativeCycleError`.  ``unweighted``: Dijkstra, as in SciPy.
+
+    >>> from mgapsp import johnson
+    >>> johnson([[0, 3, 0], [0, 0, -2], [4, 0, 0]])
+    array([[ 0.,  3.,  1.],
+           [ 2.,  0., -2.],
+           [ 4.,  7.,  0.]])
     """
     if unweighted:
         return dijkstra(csgraph, directed, indices, return_predecessors, unweighted)
@@ -120,6 +146,12 @@ def floyd_warshall(csgraph: Any, directed: bool = True, return_predecessors: boo
     Parameters and returns as in :func:`shortest_path`.  As in SciPy, the diagonal is
     ignored and a masked input's zeros are no edge either.  Sparse formats but CSR, CSC
     and LIL, which SciPy refuses, are read through ``tocsr()``.
+
+    >>> from mgapsp import floyd_warshall
+    >>> floyd_warshall([[0, 1, 0], [0, 0, 2], [4, 0, 0]], directed=False)
+    array([[0., 1., 3.],
+           [1., 0., 2.],
+           [3., 2., 0.]])
     """
     csgraph = _checked(csgraph)
     if sp.issparse(csgraph) and csgraph.format not in ("csr", "csc", "lil"):

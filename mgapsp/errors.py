@@ -99,7 +99,7 @@ class InsufficientMemoryError(MgapspError):
         self.available = int(available)
         self.hint = hint
         msg = (
-            f"{what} needs {_fmt_bytes(needed)} but only {_fmt_bytes(available)} "
+            f"{what} needs {format_bytes(needed)} but only {format_bytes(available)} "
             f"is available"
         )
         if hint:
@@ -146,7 +146,7 @@ def quote(value, limit: int = 80) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-def _fmt_bytes(n: int) -> str:
+def format_bytes(n: int) -> str:
     value = float(n)
     for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
         if value < 1024 or unit == "TiB":

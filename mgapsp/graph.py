@@ -21,13 +21,13 @@ from .errors import (
     EmptyGraphError,
     GraphFormatError,
     UnknownLabelError,
-    _fmt_bytes,
+    format_bytes,
     quote,
 )
 from .memory import memory_limit
 
 __all__ = ["Graph", "MAX_VERTICES", "graph_bytes", "check_memory",
-           "check_graph_fits"]
+           "check_graph_fits", "lookup_array"]
 
 MAX_VERTICES = 2**31 - 1
 
@@ -122,7 +122,8 @@ class Graph:
         if not self.m:
             return 0.0
         w = np.abs(self.weights)
-        return float(min(max(self.n - 1, 0) * w.max(), w.sum()))
+        with np.errstate(over="ignore"):        # inf: past float64 (see plan.choose_dtype)
+            return float(min(max(self.n - 1, 0) * w.max(), w.sum()))
 
     @property
     def has_negative_weights(self) -> bool:
@@ -187,7 +188,7 @@ class Graph:
         an unknown label raises :class:`~mgapsp.errors.UnknownLabelError` naming it."""
         if self.object_labels:
             return self._object_index_of(labels, what)
-        wanted = _lookup_array(labels, self.vertex_ids.dtype, what)
+        wanted = lookup_array(labels, self.vertex_ids.dtype, what)
         base = self.id_base
         if base is not None:
             idx = wanted - base
@@ -366,8 +367,8 @@ def check_memory(what: str, needed: int, *, where: str | None = None,
         return
     free, who = memory_limit()
     if needed > free:
-        raise GraphFormatError(f"{what}: {subject} would need {_fmt_bytes(needed)}, "
-                               f"{who} {_fmt_bytes(free)} available", where, line)
+        raise GraphFormatError(f"{what}: {subject} would need {format_bytes(needed)}, "
+                               f"{who} {format_bytes(free)} available", where, line)
 
 
 def check_graph_fits(what: str, n: int, edges: int = 0, *, records: int = 0,
@@ -502,7 +503,7 @@ def _is_int(value) -> bool:
     return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
 
 
-def _lookup_array(labels, dtype: np.dtype, what: str) -> np.ndarray:
+def lookup_array(labels, dtype: np.dtype, what: str) -> np.ndarray:
     """``labels`` (a label or a sequence) as an array comparable with labels of
     ``dtype``; a label of the wrong kind, or an integer outside ``dtype``'s range (never
     wrapped into it), raises UnknownLabelError."""

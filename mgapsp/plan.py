@@ -11,14 +11,17 @@ from dataclasses import dataclass
 import math
 
 import numpy as np
+import scipy.sparse as sp
 
-from .backends import ALGORITHMS, SLAB_ALIGN, backend_algorithms, get_backend
+from . import algorithms as registry
+from .algorithms import BELLMAN_FORD, DIJKSTRA, FLOYD_WARSHALL, JOHNSON, PHAST
+from .backends import SLAB_ALIGN, get_backend
 from .errors import InsufficientMemoryError, MgapspError, UnsupportedError, quote
 from . import config
 from .graph import Graph
 from . import hierarchy
 
-__all__ = ["JobPlan", "plan_job", "choose_algorithm", "choose_batch_size", "column_chunk",
+__all__ = ["JobPlan", "plan_job", "choose_algorithm", "road_like", "choose_batch_size", "column_chunk",
            "fw_by_slabs", "slab_bounds", "owner_of_rows", "small_job", "DTYPES"]
 
 DTYPES = ("auto", "float32", "float64")
@@ -79,45 +82,82 @@ class JobPlan:
 
 
 def choose_algorithm(graph: Graph, algorithm: str, backend: str, n_sources: int,
-                     available: tuple[str, ...], hierarchy_ready: bool = False,
-                     may_build: bool = False) -> str:
+                     hierarchy_ready: bool = False, may_build: bool = False) -> str:
     """Resolve ``auto`` by weight sign, density and the graph's contraction hierarchy:
     built already (``hierarchy_ready``), or worth building for ``n_sources`` rows of a
-    road network (``may_build``); check the choice is runnable."""
-    if algorithm not in ("auto",) + ALGORITHMS:
-        raise UnsupportedError(
-            f"unknown algorithm {algorithm!r}; choose one of auto, {', '.join(ALGORITHMS)}")
-    if algorithm == "auto":
-        dense = (graph.density >= DENSE_FRACTION and graph.n <= DENSE_MAX_VERTICES[backend]
-                 and n_sources * 2 >= graph.n)
-        if dense and "floyd-warshall" in available:
-            algorithm = "floyd-warshall"
-        elif backend == "gpu" and not graph.has_negative_weights and (
-                hierarchy_ready or (may_build and n_sources >= AUTO_BUILD_SOURCES
-                                    and hierarchy.road_like(graph))):
-            # with its hierarchy built, a PHAST sweep beat Bellman-Ford on every road
-            # network measured (NY 25x, Austin 17x, a Delaunay mesh 4x per batch);
-            # a new one only for road networks (seconds to build; on graphs that
-            # fill in, unbounded) and enough rows to pay for it
-            algorithm = "phast"
-        elif backend == "gpu":
-            # Bellman-Ford beat Crauser's Dijkstra on every graph measured, unit or
-            # weighted, so there is no crossover to choose by.  Negative weights:
-            # Johnson, whose potentials the job computes anyway to find negative
-            # cycles up front, beat Bellman-Ford with predecessor tracking and its
-            # cycle checks (bench/NOTES.md).
-            algorithm = "johnson" if graph.has_negative_weights else "bellman-ford"
-        else:
-            algorithm = "johnson" if graph.has_negative_weights else "dijkstra"
-    if algorithm not in available:
-        raise UnsupportedError(
-            f"the {backend} backend does not run {algorithm}; it runs "
-            f"{', '.join(available)}")
-    if algorithm in ("dijkstra", "phast") and graph.has_negative_weights:
-        raise UnsupportedError(
-            f"{algorithm} needs non-negative weights, but the graph has weight "
-            f"{graph.min_weight:g}; use johnson or bellman-ford")
+    road network (``may_build``); check the choice is runnable (:mod:`mgapsp.algorithms`)."""
+    if algorithm != "auto":
+        registry.get(algorithm)                 # an unknown name: one line
+    else:
+        algorithm = _auto(graph, backend, n_sources, hierarchy_ready, may_build)
+    registry.get(algorithm).check(graph, backend)
     return algorithm
+
+
+def _auto(graph: Graph, backend: str, n_sources: int, hierarchy_ready: bool,
+          may_build: bool) -> str:
+    """What ``auto`` runs: the measured choices among the built-in algorithms."""
+    dense = (graph.density >= DENSE_FRACTION and graph.n <= DENSE_MAX_VERTICES[backend]
+             and n_sources * 2 >= graph.n)
+    if dense and FLOYD_WARSHALL.runs_on(backend):
+        return FLOYD_WARSHALL.name
+    if backend == "gpu" and not graph.has_negative_weights and (
+            hierarchy_ready or (may_build and n_sources >= AUTO_BUILD_SOURCES
+                                and road_like(graph))):
+        # with its hierarchy built, a PHAST sweep beat Bellman-Ford on every road
+        # network measured (NY 25x, Austin 17x, a Delaunay mesh 4x per batch); a new
+        # one only for road networks (seconds to build; on graphs that fill in,
+        # unbounded) and enough rows to pay for it
+        return PHAST.name
+    if graph.has_negative_weights:
+        # Johnson, whose potentials the job computes anyway to find negative cycles up
+        # front, beat Bellman-Ford with predecessor tracking and its cycle checks
+        # (bench/NOTES.md)
+        return JOHNSON.name
+    # on the GPU, Bellman-Ford beat Crauser's Dijkstra on every graph measured, unit or
+    # weighted, so there is no crossover to choose by
+    return BELLMAN_FORD.name if backend == "gpu" else DIJKSTRA.name
+
+
+#: the shape ``auto`` takes for a road network worth building a hierarchy for: the
+#: road networks measured have a mean (undirected) degree of 2.8-3.2, at most 10
+#: neighbours, and a hop eccentricity of 0.85-1.3 times the square root of their
+#: size; social graphs (Gnutella, co-authorships: eccentricity <= 0.26 sqrt(n),
+#: hubs of 80-500) and Delaunay meshes (degree 6, whose hierarchies cost seconds and
+#: sweep only 4x faster than Bellman-Ford) fail one of them
+ROAD_MEAN_DEGREE = 3.5
+ROAD_MAX_DEGREE = 16
+ROAD_HOPS = 0.7
+
+
+def road_like(graph: Graph) -> bool:
+    """Whether ``graph`` has the shape of a road network (:data:`ROAD_MEAN_DEGREE`,
+    :data:`ROAD_MAX_DEGREE`, :data:`ROAD_HOPS`): sparse, no hubs, long in hops.  Its
+    hierarchy then stays small.  Linear time: two breadth-first sweeps of the largest
+    component, the second from the first's farthest vertex."""
+    n = graph.n
+    if n == 0 or graph.has_negative_weights:
+        return False
+    src = graph.sources_of_edges
+    keep = src != graph.indices
+    A = sp.csr_matrix((np.ones(int(keep.sum()), dtype=np.int8),
+                       (src[keep], graph.indices[keep])), shape=(n, n))
+    A = (A + A.T).tocsr()
+    degree = np.diff(A.indptr)
+    if degree.mean() > ROAD_MEAN_DEGREE or degree.max(initial=0) > ROAD_MAX_DEGREE:
+        return False
+    from scipy.sparse import csgraph
+
+    _, label = csgraph.connected_components(A, directed=False)
+    sizes = np.bincount(label)
+    big = int(sizes.argmax())
+    far = int(np.flatnonzero(label == big)[0])
+    hops = 0.0
+    for _ in range(2):
+        d = csgraph.shortest_path(A, directed=False, unweighted=True, indices=far)
+        d[np.isinf(d)] = -1
+        far, hops = int(d.argmax()), float(d.max())
+    return bool(hops >= ROAD_HOPS * np.sqrt(sizes[big]))
 
 
 #: a job of at most this many (source, vertex or edge) steps is one batch: it takes
@@ -218,18 +258,17 @@ def plan_job(graph: Graph, *, algorithm: str, backend: str, dtype: str, sources,
                               "vertices); drop --targets or --predecessors")
     cpu_algorithm = None
     if backend == "hybrid":
-        cpu_algorithm = choose_algorithm(graph, algorithm, "cpu", len(sources),
-                                         backend_algorithms("cpu"))
+        cpu_algorithm = choose_algorithm(graph, algorithm, "cpu", len(sources))
         backend_for_plan = "gpu"
     else:
         backend_for_plan = backend
     # auto's phast is for the GPU, and with predecessors only where it can give them
     phast_fits = backend == "gpu" and (not predecessors or hierarchy.gives_predecessors(graph))
     algorithm = choose_algorithm(graph, algorithm, backend_for_plan, len(sources),
-                                 backend_algorithms(backend_for_plan),
                                  hierarchy_ready=hierarchy_ready and phast_fits,
                                  may_build=may_build and phast_fits)
-    if predecessors and "phast" in (algorithm, cpu_algorithm):
+    if predecessors and any(registry.get(a).positive_for_predecessors
+                            for a in (algorithm, cpu_algorithm) if a):
         hierarchy.check_predecessors(graph)
     # the GPU backend's sizing is plain arithmetic: constructing it touches no device
     impl = get_backend("cpu" if backend == "cpu" else "gpu")
@@ -285,6 +324,14 @@ def choose_dtype(graph: Graph, dtype: str, *, predecessors: bool = False,
     # cached on the graph, so that repeated calls on one graph do not pass over every
     # weight again
     integral, bound = graph.integral_weights, graph.path_sum_bound
+    if not math.isfinite(bound):
+        # a path's sum could pass float64's largest value and be stored as inf, which
+        # reads as "unreachable"
+        what = f"graph {graph.name!r}" if graph.name else "the graph"
+        raise MgapspError(
+            f"the weights of {what} (up to {float(np.abs(graph.weights).max()):.3g}) could "
+            "add up past float64's largest value along a path, which would read as "
+            "unreachable; scale them down")
     exact32 = integral and bound <= FLOAT32_EXACT
     if dtype == "float64":
         return dtype, "asked for"
@@ -315,5 +362,5 @@ def fw_by_slabs(algorithm: str, backend: str, predecessors: bool, sources: np.nd
                 n: int) -> bool:
     """Whether a job runs Floyd-Warshall as slabs across its workers (mgapsp.jobs.fw_slabs):
     every row in order, no predecessors, one kind of worker."""
-    return (algorithm == "floyd-warshall" and not predecessors and backend in ("cpu", "gpu")
+    return (algorithm == FLOYD_WARSHALL.name and not predecessors and backend in ("cpu", "gpu")
             and len(sources) == n and bool((sources == np.arange(n)).all()))

@@ -12,7 +12,7 @@ import numpy as np
 from zarr.core.buffer import default_buffer_prototype
 
 from .errors import MgapspError, StoreError, UnknownLabelError
-from .graph import _lookup_array
+from .graph import lookup_array
 from .memory import fresh_array
 from .store import Store, damaged_batches
 
@@ -32,7 +32,18 @@ def _as_slice(index):
 
 
 def open(path) -> "Result":  # noqa: A001 - mgapsp.open, as zarr.open and xarray's
-    """The store at ``path`` as a :class:`Result`."""
+    """The store at ``path`` as a :class:`Result`.
+
+    >>> import mgapsp, tempfile, os
+    >>> path = os.path.join(tempfile.mkdtemp(), "d.zarr")
+    >>> _ = mgapsp.apsp((["a", "b"], ["b", "c"], [1.5, 2.0]), out=path)
+    >>> result = mgapsp.open(path)
+    >>> result.distance("a", "c")
+    3.5
+    >>> result.distances(["a", "b"], ["c"])
+    array([[3.5],
+           [2. ]])
+    """
     return Result(path)
 
 
@@ -96,7 +107,7 @@ class Result:
         lookup, kind = self._lookup(which)
         if isinstance(labels, tuple) and self.store.attrs["graph"].get("object_labels"):
             labels = [labels]   # the graph's labels were tuples: a tuple is one of them
-        wanted = _lookup_array(labels, kind, which)
+        wanted = lookup_array(labels, kind, which)
         out = np.empty(len(wanted), dtype=np.int64)
         for k, label in enumerate(wanted.tolist()):
             if label not in lookup:

@@ -199,6 +199,29 @@ def all_workers_killed(workdir: Path, *, replace: bool) -> dict:
             "seconds_after_kill": time.monotonic() - t_kill}
 
 
+def one_worker_hung(workdir: Path, *, hung_after: float = 5, stall: float = 10) -> dict:
+    """One of two workers SIGSTOPped mid-job (a hung node: its process alive, its
+    heartbeats gone); it is woken again once the job has ended."""
+    workdir = Path(workdir)
+    out = workdir / "hung.zarr"
+    with Cluster(workdir).start(2) as cluster:
+        t0 = time.monotonic()
+        proc = start_mgapsp("run", *slow_job(workdir), "-o", out, "--scheduler-file",
+                            cluster.file, DASK_MGAPSP__CLUSTER__HUNG_WORKER=hung_after,
+                            DASK_MGAPSP__JOBS__STALL_TIMEOUT=stall)
+        before = wait_for_flags(out, 4, proc)
+        stopped = cluster.workers[0]
+        stopped.send_signal(signal.SIGSTOP)
+        t_stop = time.monotonic()
+        try:
+            result = finish(proc, t0)
+            seconds = time.monotonic() - t_stop
+        finally:
+            stopped.send_signal(signal.SIGCONT)
+    return {"outcome": result, "flags_at_stop": before, "store": out,
+            "seconds_after_stop": seconds}
+
+
 def scheduler_killed(workdir: Path) -> dict:
     workdir = Path(workdir)
     out = workdir / "sched.zarr"
@@ -389,6 +412,11 @@ def main() -> int:
     record("all workers killed, none back", r["outcome"].one_line_error,
            f"exit {r['outcome'].rc} after {r['seconds_after_kill']:.1f} s: "
            f"{r['outcome'].err_lines[-1:]}")
+    r = one_worker_hung(scratch())
+    v = verify_all(r["store"])
+    record("one of two workers hung (SIGSTOP)", r["outcome"].rc == 0 and v.rc == 0,
+           f"stopped at {r['flags_at_stop']} batches; job exit {r['outcome'].rc}, "
+           f"{r['seconds_after_stop']:.1f} s after the stop; verify --all exit {v.rc}")
     r = scheduler_killed(scratch())
     record("scheduler killed mid-job", r["outcome"].one_line_error,
            f"exit {r['outcome'].rc}: {r['outcome'].err_lines[-1:]}")

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -10,11 +13,15 @@ from hypothesis import strategies as st
 from scipy.sparse import csgraph
 
 import mgapsp
-from mgapsp import Graph, MgapspError, NegativeCycleError, UnsupportedError
+from mgapsp import Graph, MgapspError, NegativeCycleError, UnsupportedError, algorithms
 
 from helpers import assert_distances_equal, cycle_weight, scipy_distances
 
-ALGORITHMS = ["auto", "dijkstra", "johnson", "bellman-ford", "floyd-warshall"]
+#: every algorithm the CPU backend runs (the registry's), and auto
+ALGORITHMS = ("auto",) + algorithms.names("cpu")
+#: those that take negative weights
+ANY_SIGN = ("auto",) + tuple(a for a in algorithms.names("cpu")
+                             if not algorithms.get(a).non_negative)
 
 
 @st.composite
@@ -43,7 +50,7 @@ def test_random_nonnegative(graph, algorithm, batch):
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(graph=graphs(negative=True),
-       algorithm=st.sampled_from(["auto", "johnson", "bellman-ford", "floyd-warshall"]))
+       algorithm=st.sampled_from(ANY_SIGN))
 def test_random_negative_weights(graph, algorithm):
     got, pred = mgapsp.apsp(graph, backend="cpu", algorithm=algorithm, dtype="float64",
                             predecessors=True)
@@ -232,3 +239,32 @@ def test_a_script_without_the_main_guard_is_told_what_to_add(tmp_path, data_dir)
     proc = subprocess.run([sys.executable, str(guarded)], capture_output=True, text=True,
                           timeout=300)
     assert proc.returncode == 0 and "distance 2" in proc.stdout, proc.stderr
+
+
+@pytest.mark.slow
+def test_import_and_in_process_calls_leave_the_job_layers_out():
+    """``import mgapsp`` imports neither NetworkX nor Dask, Distributed or Zarr, and an
+    in-process ``apsp`` needs no cluster or store code: a SciPy user pays about what
+    ``import scipy.sparse.csgraph`` costs."""
+    code = ("import sys, mgapsp; heavy = ('networkx', 'dask', 'distributed', 'zarr'); "
+            "print(*[m for m in heavy if m in sys.modules]); "
+            "mgapsp.apsp([[0, 1], [1, 0]]); mgapsp.shortest_path([[0, 1], [1, 0]]); "
+            "print(*[m for m in heavy if m in sys.modules])")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout.splitlines()
+    assert out == ["", "dask"], out        # the knobs are read through dask.config
+
+
+def test_sums_past_float64_are_refused_not_read_as_unreachable(tmp_path):
+    """Weights whose path sums overflow float64: SciPy answers inf ("unreachable") for
+    a vertex that is reachable; mgapsp refuses in one line, before any store exists.
+    Sums that stay finite are answered as SciPy answers them."""
+    g = mgapsp.as_graph(([0, 1], [1, 2], [1e308, 1e308]))
+    assert np.isinf(csgraph.dijkstra(g.to_scipy(), indices=0)[2])
+    with pytest.raises(MgapspError, match="past float64's largest value"):
+        mgapsp.apsp(g)
+    with pytest.raises(MgapspError, match="past float64's largest value"):
+        mgapsp.apsp(g, out=tmp_path / "s.zarr")
+    assert not (tmp_path / "s.zarr").exists()
+    big = mgapsp.as_graph(([0, 1], [1, 2], [1e307, 1e307]))
+    np.testing.assert_array_equal(mgapsp.apsp(big), csgraph.dijkstra(big.to_scipy()))

@@ -402,6 +402,7 @@ def test_run_info_verify_path_in_process(cpu_client, data_dir, tmp_path):
     assert not (tmp_path / "c.zarr").exists()
 
 
+@pytest.mark.slow       # subprocesses
 def test_python_m_mgapsp_is_the_command():
     """``python -m mgapsp`` is the ``mgapsp`` command (its version, its commands)."""
     proc = subprocess.run([sys.executable, "-m", "mgapsp", "--version"], capture_output=True,

@@ -174,6 +174,7 @@ def test_recipes_start_workers_through_mgapsp():
     assert "mgapsp.jobs.worker" in daskcluster and "--preload" not in daskcluster
 
 
+@pytest.mark.slow       # subprocesses
 def test_start_cluster_dashboards_default_to_loopback():
     script = (REPO / "cluster" / "start-cluster.sh").read_text()
     assert "\ndashboard=127.0.0.1:8787\n" in script
@@ -230,7 +231,7 @@ def test_config_plugin_sets_a_workers_settings():
     with dask.config.set({"mgapsp.store.store-threads": 2}):
         plugin = ConfigPlugin()
         assert plugin.values["mgapsp.store.store-threads"] == 2
-    before = dask.config.get("mgapsp.store.store-threads")
+    before = config.get("store.store-threads")
     try:
         ConfigPlugin({"mgapsp.store.store-threads": 9}).setup()
         assert config.get("store.store-threads") == 9

@@ -94,7 +94,7 @@ def test_only_lz4_bitshuffle_arrays_take_the_gpu_path(tmp_path):
         arr = zarr.create_array(tmp_path / f"{len(list(tmp_path.iterdir()))}.zarr",
                                 shape=(4, 4), chunks=(4, 4), dtype=dtype,
                                 compressors=[codec] if codec else None)
-        lay = store_files._Layout(arr)
+        lay = store_files.ChunkLayout(arr)
         return lay.gpu_clevel if writer._device_frames(lay, staging) else None
 
     assert clevel(COMPRESSIONS["lz4"]) == 5

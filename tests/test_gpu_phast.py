@@ -8,6 +8,7 @@ import pytest
 from helpers import (assert_distances_equal, assert_predecessors, planar_graph,
                      scipy_distances)
 from mgapsp import hierarchy
+from mgapsp.backends import cpu_sweep
 from mgapsp.cuda import phast
 from mgapsp.readers import read_graph
 
@@ -37,7 +38,7 @@ def test_random_planar_graphs(seed, batch, dtype):
         np.testing.assert_array_equal(got, ref)       # integer weights: exact
     else:
         assert_distances_equal(got, ref, dtype="float32")
-    np.testing.assert_array_equal(got, hierarchy.distances(h, src, dtype=dtype))
+    np.testing.assert_array_equal(got, cpu_sweep.distances(h, src, dtype=dtype))
 
 
 @pytest.mark.parametrize("name,count", [("rome99.gr", 200), ("Austin_net.tntp", 100),
@@ -79,7 +80,7 @@ def test_restricted_sweep(data_dir, name, dtype):
         assert got.shape == (70, k) and dist.dtype == np.dtype(dtype)
         np.testing.assert_array_equal(got, full[:, tgt])
         assert stats["relaxations"] == sweep.arcs * 70 < h.arcs * 70
-        np.testing.assert_array_equal(got, hierarchy.distances(h, src, dtype=dtype,
+        np.testing.assert_array_equal(got, cpu_sweep.distances(h, src, dtype=dtype,
                                                                targets=tgt))
     empty, _, _ = phast.phast_batch(dh, src, phast.sweep(h, []))
     assert empty.shape == (70, 0)
@@ -122,7 +123,7 @@ def test_predecessors_on_road_networks(data_dir, name, count, dtype):
     assert_distances_equal(dist, scipy_distances(graph, src), dtype=dtype)
     assert_predecessors(graph, src, dist, pred,
                         rtol=1e-12 if dtype == np.float64 else 1e-5)
-    cpu_dist, cpu_pred = hierarchy.distances(h, src, dtype=dtype, predecessors=True)
+    cpu_dist, cpu_pred = cpu_sweep.distances(h, src, dtype=dtype, predecessors=True)
     np.testing.assert_array_equal(dist, cpu_dist)
     np.testing.assert_array_equal(pred, cpu_pred)
 
@@ -195,14 +196,14 @@ def test_auto_picks_phast_after_a_phast_job(gpu_client, tmp_path, monkeypatch):
     (a fresh process would read it from mgapsp-hierarchies/ the same way)."""
     import mgapsp
 
-    monkeypatch.setattr(hierarchy, "_MEMO", type(hierarchy._MEMO)())
+    monkeypatch.setattr(hierarchy.storage, "_MEMO", type(hierarchy.storage._MEMO)())
     graph = planar_graph(np.random.default_rng(31), 3000)
     src = np.arange(0, 3000, 11)
     first = mgapsp.apsp(graph, out=tmp_path / "a.zarr", client=gpu_client, sources=src)
     assert first.info["algorithm"] == "bellman-ford"
     mgapsp.apsp(graph, out=tmp_path / "b.zarr", client=gpu_client, sources=src,
                 algorithm="phast")
-    hierarchy._MEMO.clear()                     # as in a new process: only the file
+    hierarchy.storage._MEMO.clear()                     # as in a new process: only the file
     auto = mgapsp.apsp(graph, out=tmp_path / "c.zarr", client=gpu_client, sources=src)
     assert auto.info["algorithm"] == "phast"
     np.testing.assert_array_equal(auto.distances(), first.distances())
@@ -222,7 +223,7 @@ def test_auto_builds_the_hierarchy_of_a_long_road_job(gpu_client, data_dir, tmp_
     from mgapsp import plan
 
     monkeypatch.setattr(plan, "AUTO_BUILD_SOURCES", 1000)
-    monkeypatch.setattr(hierarchy, "_MEMO", type(hierarchy._MEMO)())
+    monkeypatch.setattr(hierarchy.storage, "_MEMO", type(hierarchy.storage._MEMO)())
     graph = read_graph(data_dir / "rome99.gr")
     ref = scipy_distances(graph, np.arange(graph.n))
     res = mgapsp.apsp(graph, out=tmp_path / "a.zarr", client=gpu_client)

@@ -8,6 +8,7 @@ import pytest
 from helpers import (assert_distances_equal, assert_predecessors, planar_graph,
                      scipy_distances)
 from mgapsp import hierarchy
+from mgapsp.backends import cpu_sweep
 from mgapsp.errors import UnsupportedError
 from mgapsp.graph import Graph
 from mgapsp.readers import read_graph
@@ -50,7 +51,7 @@ def test_road_networks_match_scipy(data_dir, name, count):
     h = hierarchy.build(graph)
     assert_is_chordal_completion(h, graph)
     src = np.arange(graph.n) if count is None else spread(graph.n, count)
-    assert_distances_equal(hierarchy.distances(h, src), scipy_distances(graph, src))
+    assert_distances_equal(cpu_sweep.distances(h, src), scipy_distances(graph, src))
 
 
 def test_ny_road_network_sample(data_dir):
@@ -58,7 +59,7 @@ def test_ny_road_network_sample(data_dir):
     h = hierarchy.build(graph)
     assert h.arcs < 8 * graph.m and h.height < 2000, hierarchy.describe(h)
     src = spread(graph.n, 12)
-    got = hierarchy.distances(h, src)
+    got = cpu_sweep.distances(h, src)
     np.testing.assert_array_equal(got, scipy_distances(graph, src))   # integer weights
 
 
@@ -73,13 +74,13 @@ def test_random_planar_graphs(seed, integer):
     h = hierarchy.build(graph)
     assert_is_chordal_completion(h, graph)
     src = spread(graph.n, 64)
-    got = hierarchy.distances(h, src)
+    got = cpu_sweep.distances(h, src)
     ref = scipy_distances(graph, src)
     if integer:
         np.testing.assert_array_equal(got, ref)
     else:
         assert_distances_equal(got, ref)
-    got32 = hierarchy.distances(h, src, dtype=np.float32)
+    got32 = cpu_sweep.distances(h, src, dtype=np.float32)
     assert got32.dtype == np.float32
     assert_distances_equal(got32, ref, dtype="float32")
 
@@ -101,7 +102,7 @@ def test_restricted_sweep_matches_the_full_one(data_dir, name):
     h = hierarchy.build(graph)
     rng = np.random.default_rng(5)
     src = rng.choice(graph.n, 16, replace=False)
-    full = hierarchy.distances(h, src)
+    full = cpu_sweep.distances(h, src)
     for k in (1, 10, graph.n // 20):
         tgt = rng.choice(graph.n, k, replace=False)
         tgt = np.concatenate([tgt, tgt[:2]])                # repeats, any order
@@ -111,12 +112,12 @@ def test_restricted_sweep_matches_the_full_one(data_dir, name):
         ptr, ranks = h.levels(tgt)
         assert np.array_equal(np.sort(ranks), np.flatnonzero(mark))
         assert (np.diff(h.depth[ranks]) >= 0).all()         # root level first
-        np.testing.assert_array_equal(hierarchy.distances(h, src, targets=tgt),
+        np.testing.assert_array_equal(cpu_sweep.distances(h, src, targets=tgt),
                                       full[:, tgt])
-    every = hierarchy.distances(h, src[:3], targets=np.arange(graph.n))
+    every = cpu_sweep.distances(h, src[:3], targets=np.arange(graph.n))
     np.testing.assert_array_equal(every, full[:3])
-    assert hierarchy.distances(h, src, targets=[]).shape == (16, 0)
-    assert hierarchy.distances(h, [], targets=[0, 1]).shape == (0, 2)
+    assert cpu_sweep.distances(h, src, targets=[]).shape == (16, 0)
+    assert cpu_sweep.distances(h, [], targets=[0, 1]).shape == (0, 2)
 
 
 @pytest.mark.parametrize("name,count", ROADS, ids=[r[0] for r in ROADS])
@@ -124,7 +125,7 @@ def test_predecessors_on_road_networks(data_dir, name, count):
     graph = read_graph(data_dir / name)
     h = hierarchy.build(graph)
     src = np.arange(graph.n) if count is None else spread(graph.n, count)
-    dist, pred = hierarchy.distances(h, src, predecessors=True)
+    dist, pred = cpu_sweep.distances(h, src, predecessors=True)
     assert_distances_equal(dist, scipy_distances(graph, src))
     assert_predecessors(graph, src, dist, pred)
 
@@ -138,8 +139,8 @@ def test_predecessors_on_random_planar_graphs(seed):
                          integer=seed % 2 == 0, components=1 + seed % 3)
     h = hierarchy.build(graph)
     src = np.concatenate([rng.choice(graph.n, 40, replace=False), [0, 0]])
-    dist, pred = hierarchy.distances(h, src, predecessors=True)
-    np.testing.assert_array_equal(dist, hierarchy.distances(h, src))
+    dist, pred = cpu_sweep.distances(h, src, predecessors=True)
+    np.testing.assert_array_equal(dist, cpu_sweep.distances(h, src))
     assert_distances_equal(dist, scipy_distances(graph, src))
     assert_predecessors(graph, src, dist, pred)
 
@@ -151,20 +152,20 @@ def test_predecessors_need_positive_weights():
     loop = Graph.from_edges([0, 1, 1], [1, 2, 1], [1.0, 3.0, 0.0], n=3)
     hierarchy.check_predecessors(loop)        # a zero-weight self-loop is no path
     with pytest.raises(ValueError, match="every target"):
-        hierarchy.distances(hierarchy.build(loop), [0], targets=[2], predecessors=True)
+        cpu_sweep.distances(hierarchy.build(loop), [0], targets=[2], predecessors=True)
 
 
 def test_small_and_degenerate_graphs():
     one = Graph.from_edges([0], [0], [2.0], n=1)
-    assert hierarchy.distances(hierarchy.build(one), [0]).tolist() == [[0.0]]
+    assert cpu_sweep.distances(hierarchy.build(one), [0]).tolist() == [[0.0]]
     empty = Graph.from_edges([], [], [], n=5)
-    d = hierarchy.distances(hierarchy.build(empty), [0, 3])
+    d = cpu_sweep.distances(hierarchy.build(empty), [0, 3])
     assert d[0, 0] == 0 and d[1, 3] == 0 and np.isinf(d).sum() == 8
     # parallel edges keep their minimum, self-loops are ignored, zero weights count
     g = Graph.from_edges([0, 0, 1, 1, 2, 2], [1, 1, 1, 2, 0, 3], [5.0, 2.0, 1.0, 0.0, 4.0, 3.0], n=4)
-    assert_distances_equal(hierarchy.distances(hierarchy.build(g), np.arange(4)),
+    assert_distances_equal(cpu_sweep.distances(hierarchy.build(g), np.arange(4)),
                            scipy_distances(g, np.arange(4)))
-    assert hierarchy.distances(hierarchy.build(g), []).shape == (0, 4)
+    assert cpu_sweep.distances(hierarchy.build(g), []).shape == (0, 4)
 
 
 def test_negative_weights_are_refused():
@@ -189,9 +190,9 @@ def test_closing_an_open_elimination():
     """A 4-cycle eliminated in order 0..3 needs the fill arc 1-3; _close adds it."""
     up_ptr = np.array([0, 2, 3, 4, 4])
     up_head = np.array([1, 3, 2, 3], dtype=np.int32)
-    ptr, head = hierarchy._close(up_ptr, up_head, 4)
+    ptr, head = hierarchy.construct._close(up_ptr, up_head, 4)
     assert ptr.tolist() == [0, 2, 4, 5, 5] and head.tolist() == [1, 3, 2, 3, 3]
-    same_ptr, same_head = hierarchy._close(ptr, head, 4)
+    same_ptr, same_head = hierarchy.construct._close(ptr, head, 4)
     assert same_ptr is ptr and same_head is head
 
 
@@ -202,13 +203,13 @@ def test_saved_hierarchies(tmp_path):
     path = tmp_path / f"{graph.fingerprint}.npz"
     assert path.is_file() and not list(tmp_path.glob(".hierarchy-*"))
     again = hierarchy.load(path, graph)
-    for f in hierarchy._FIELDS:
+    for f in hierarchy.model.FIELDS:
         np.testing.assert_array_equal(getattr(again, f), getattr(built, f))
     other = planar_graph(np.random.default_rng(10), 400)
     assert hierarchy.load(path, other) is None          # another graph's file
     with open(path, "wb") as f:     # a file of the format before predecessors
         np.savez(f, format=np.int64(1), fingerprint=np.str_(graph.fingerprint),
-                 **{k: getattr(built, k) for k in hierarchy._FIELDS if "last" not in k})
+                 **{k: getattr(built, k) for k in hierarchy.model.FIELDS if "last" not in k})
     assert hierarchy.load(path, graph) is None
     path.write_bytes(b"not a hierarchy")
     assert hierarchy.load(path, graph) is None

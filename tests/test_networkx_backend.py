@@ -301,11 +301,6 @@ def test_priority_dispatches_without_backend_keyword(monkeypatch):
     assert_same(got, nx.closeness_centrality(G, distance="weight"))
 
 
-def test_import_mgapsp_imports_no_networkx():
-    code = "import sys, mgapsp; assert 'networkx' not in sys.modules, 'networkx'"
-    subprocess.run([sys.executable, "-c", code], check=True)
-
-
 #: NetworkX's test modules that exercise the dispatched functions
 NX_TESTS = ["networkx.algorithms.shortest_paths.tests.test_dense_numpy",
             "networkx.algorithms.shortest_paths.tests.test_weighted",

@@ -11,7 +11,7 @@ import pytest
 import zarr
 
 import mgapsp
-from mgapsp import NegativeCycleError, ResumeMismatchError, StoreError
+from mgapsp import NegativeCycleError, algorithms, ResumeMismatchError, StoreError
 from mgapsp.graph import Graph
 from mgapsp.jobs.driver import run_job
 from mgapsp.store import Store
@@ -69,14 +69,18 @@ def test_negative_weights_without_cycle(cpu_client, data_dir, tmp_path):
     assert report.ok, report
 
 
-@pytest.mark.parametrize("algorithm", ["dijkstra", "johnson",
-                                       pytest.param("bellman-ford", marks=pytest.mark.slow),
-                                       "floyd-warshall"])
+@pytest.mark.parametrize("algorithm", [
+    pytest.param(a, marks=pytest.mark.slow) if a == "bellman-ford" else a
+    for a in algorithms.names("cpu")])
 def test_every_cpu_algorithm(cpu_client, data_dir, tmp_path, algorithm):
+    """Every algorithm the registry says the CPU backend runs, as a job."""
     graph = mgapsp.read_graph(data_dir / "ChicagoSketch_net.tntp")
+    # predecessors wherever the algorithm gives them on this graph
+    predecessors = not (algorithms.get(algorithm).positive_for_predecessors
+                        and (graph.weights <= 0).any())
     group = mgapsp.apsp(graph, out=tmp_path / "a.zarr", client=cpu_client,
                         algorithm=algorithm, dtype="float64", batch_size=100,
-                        predecessors=True)
+                        predecessors=predecessors)
     assert group.attrs["job"]["algorithm"] == algorithm
     assert_distances_equal(group["distances"][:], scipy_distances(graph))
     assert verify_store(tmp_path / "a.zarr", all_rows=True).ok
@@ -501,6 +505,7 @@ def test_settings_come_from_dask_config_and_the_old_variables(monkeypatch):
     assert all(k.startswith("mgapsp.") for k in config.settings())
 
 
+@pytest.mark.slow       # subprocesses
 def test_settings_from_the_environment_through_dask(tmp_path):
     """``DASK_MGAPSP__SECTION__KEY`` sets a knob, as for any Dask setting."""
     import subprocess

@@ -59,6 +59,18 @@ def test_all_workers_killed_none_back_one_line_within_the_wait(tmp_path):
 
 
 @pytest.mark.slow
+def test_a_hung_worker_is_closed_and_the_job_completes(tmp_path):
+    """A worker that stops answering (SIGSTOP) is closed once its heartbeats are
+    mgapsp.cluster.hung-worker seconds old; its batches run on the other, and the job
+    ends within the stall timeout plus 30 s with every row right."""
+    r = faults.one_worker_hung(tmp_path, hung_after=5, stall=10)
+    assert r["flags_at_stop"] < 48
+    assert r["outcome"].rc == 0, r["outcome"].err
+    assert r["seconds_after_stop"] < 10 + 30
+    assert faults.verify_all(r["store"]).rc == 0
+
+
+@pytest.mark.slow
 def test_scheduler_killed_one_line(tmp_path):
     r = faults.scheduler_killed(tmp_path)
     assert r["flags_at_kill"] < 48
@@ -66,6 +78,7 @@ def test_scheduler_killed_one_line(tmp_path):
     assert "lost the Dask scheduler" in r["outcome"].err
 
 
+@pytest.mark.slow       # kills the cluster's workers
 def test_workers_lost_with_nannies_the_job_completes(cpu_client, rome, tmp_path):
     """Every worker of a LocalCluster killed mid-job: the nannies restart them and
     Dask reschedules the batches onto the new ones."""
@@ -88,6 +101,7 @@ def test_workers_lost_with_nannies_the_job_completes(cpu_client, rome, tmp_path)
     assert_distances_equal(got, scipy_distances(rome))
 
 
+@pytest.mark.slow       # waits for the stall timeout
 def test_the_watchdog_ends_a_job_whose_batches_stall(cpu_client, rome, tmp_path):
     """No batch finishes within mgapsp.jobs.stall-timeout: one error, not a hang."""
     import dask
@@ -110,6 +124,7 @@ def test_the_watchdog_ends_a_job_whose_batches_stall(cpu_client, rome, tmp_path)
 
 # -- one run per store --------------------------------------------------------------
 
+@pytest.mark.slow       # waits for the lock
 def test_a_second_run_on_a_locked_store_is_refused(cpu_client, rome, tmp_path):
     out = tmp_path / "locked.zarr"
     with StoreLock(out, "otherrun0001"):
@@ -118,6 +133,19 @@ def test_a_second_run_on_a_locked_store_is_refused(cpu_client, rome, tmp_path):
     assert not out.exists()
     run_job(rome, out, cpu_client, batch_size=256)     # released: it runs
     assert not StoreLock(out, "x").path.exists()
+
+
+def test_odd_store_paths_and_locks_are_one_line(cpu_client, rome, tmp_path):
+    """A file system's root as the store, and a lock file that holds no run's record
+    (JSON of another shape): one StoreError each, naming what to do, nothing written."""
+    with pytest.raises(StoreError, match="not a file system's root"):
+        run_job(rome, "/", cpu_client, batch_size=256)
+    out = tmp_path / "s.zarr"
+    Path(f"{out}.lock").write_text("[1, 2]")
+    with pytest.raises(StoreError, match="holds no run's record.*delete it"):
+        run_job(rome, out, cpu_client, batch_size=256)
+    assert not out.exists()
+    assert StoreLock(out, "x").holder() == {}
 
 
 def test_a_stale_lock_is_taken_over(cpu_client, rome, tmp_path):
@@ -197,6 +225,7 @@ def test_overwrite_replaces_an_mgapsp_store(cpu_client, rome, tmp_path):
     assert not list(tmp_path.glob("*.deleting-*"))
 
 
+@pytest.mark.slow       # mgapsp in a subprocess
 def test_a_half_created_store_is_explained_and_resumable(cpu_client, rome, tmp_path):
     """A kill while the store was being created leaves zarr.json marked "creating":
     it is named so, and --resume (or --overwrite) makes it again."""
@@ -230,7 +259,13 @@ _INSIDE_CHUNKS = ("64 bytes of LZ4 data flipped", "predecessor shard flipped",
                   "chunk bytes flipped")
 
 
-@pytest.mark.parametrize("name", list(faults.DAMAGE))
+#: damages the fast tier repairs (a shard's, a chunk file's); the others in the slow one
+FAST_DAMAGE = ("64 bytes of LZ4 data flipped", "chunk file deleted")
+
+
+@pytest.mark.parametrize("name", [
+    pytest.param(name, marks=() if name in FAST_DAMAGE else pytest.mark.slow)
+    for name in faults.DAMAGE])
 def test_damage_is_found_and_repaired(cpu_client, rome, tmp_path, name):
     from mgapsp.jobs.driver import check_for_repair, repair_job
     from mgapsp.store.verify import verify_store
@@ -281,6 +316,26 @@ def test_resume_recomputes_a_damaged_batch(cpu_client, rome, tmp_path):
     assert_distances_equal(Store.open(out).group["distances"][:], scipy_distances(rome))
 
 
+def test_resume_checks_a_small_store_deeply(cpu_client, rome, tmp_path):
+    """Flipped bytes inside a shard's data pass the quick check (the file is whole):
+    --resume of a store under mgapsp.store.deep-check-bytes checks every chunk's
+    checksum and computes that batch again; over it, the run says it checked quickly."""
+    import dask.config
+
+    out = tmp_path / "deep.zarr"
+    _store(rome, cpu_client, out)
+    faults._flip(faults._shard(out, 3), 40, 64)
+    with dask.config.set({"mgapsp.store.deep-check-bytes": 1}):
+        quick = run_job(rome, out, cpu_client, dtype="float64", batch_size=256,
+                        resume=True)
+    assert quick.resume_check == "quick" and quick.repaired_batches == []
+    assert damaged_batches(Store.open(out), deep=True)          # still there
+    deep = run_job(rome, out, cpu_client, dtype="float64", batch_size=256, resume=True)
+    assert deep.resume_check == "deep" and deep.repaired_batches == [3]
+    assert not damaged_batches(Store.open(out), deep=True)
+    assert_distances_equal(Store.open(out).group["distances"][:], scipy_distances(rome))
+
+
 def test_every_chunk_carries_a_checksum(cpu_client, rome, tmp_path):
     s = _store(rome, cpu_client, tmp_path / "crc.zarr")
     codecs = s.group["distances"].metadata.codecs[0].codecs    # inside the shard
@@ -307,6 +362,7 @@ def test_checksums_are_zarrs_crc32c():
         assert crc32c(buf) == int(google_crc32c.value(raw)).to_bytes(4, "little")
 
 
+@pytest.mark.slow       # mgapsp in a subprocess
 def test_reads_refuse_damaged_rows(cpu_client, rome, tmp_path):
     """Result.distance and `mgapsp path` never answer from a damaged row."""
     out = tmp_path / "p.zarr"
@@ -345,10 +401,29 @@ def _edit_attrs(out: Path, edit) -> None:
     (out / "zarr.json").write_text(json.dumps(meta))
 
 
+@pytest.mark.slow       # mgapsp in subprocesses
+def test_a_garbage_flag_is_damage_not_a_crash(finished, tmp_path, data_dir, rome):
+    """A batch's flag overwritten with garbage: info names it, a read of the store says
+    its rows are not computed (one line), --resume computes them again, and every row
+    then equals SciPy's."""
+    out = _copy(finished, tmp_path)
+    (out / "batch_done" / "c" / "3").write_bytes(b"xyz")
+    info = faults.mgapsp("info", out)
+    assert info.rc == 0, info.err
+    assert "the flags of 1 batch(es) are unreadable: 3" in info.out
+    with pytest.raises(mgapsp.MgapspError, match="not computed yet"):
+        mgapsp.open(out).distances()
+    r = faults.mgapsp("run", data_dir / "rome99.gr", "-o", out, "--resume", "--predecessors",
+                      "--backend", "cpu", "--workers", 1, "-q")
+    assert r.rc == 0, r.err
+    assert_distances_equal(mgapsp.open(out).distances(), scipy_distances(rome))
+
+
 @pytest.mark.parametrize("damage", [
     "truncated shard", "damaged index", "attribute missing", "array missing",
     "job key missing", "batch size edited"])
-@pytest.mark.parametrize("slow_too", [False, pytest.param(True, marks=pytest.mark.slow)])
+@pytest.mark.parametrize("slow_too", [False, True])
+@pytest.mark.slow       # mgapsp in subprocesses
 def test_damaged_stores_get_one_line(finished, tmp_path, data_dir, damage, slow_too):
     """info, verify, path (and, in the slow tier, run --resume) on a damaged store."""
     out = _copy(finished, tmp_path)
@@ -379,6 +454,7 @@ def test_damaged_stores_get_one_line(finished, tmp_path, data_dir, damage, slow_
         assert r.one_line_error, (cmd[0], r.err)
 
 
+@pytest.mark.slow       # mgapsp in a subprocess
 def test_targets_that_the_first_source_never_reaches(tmp_path, data_dir):
     """A successful job whose first row reaches none of the targets: a summary, not
     a traceback."""
@@ -391,6 +467,7 @@ def test_targets_that_the_first_source_never_reaches(tmp_path, data_dir):
     assert "0 of 2 targets reachable" in r.out
 
 
+@pytest.mark.slow       # mgapsp in a subprocess
 def test_unexpected_errors_are_one_line(tmp_path):
     """What no check foresaw still prints one line (-vv shows the traceback)."""
     r = faults.mgapsp("info", tmp_path)     # a directory that is no store at all
@@ -402,7 +479,7 @@ def test_disk_errors_name_the_file(tmp_path):
     answers every write with ENOSPC) and a directory that cannot be made."""
     import errno
 
-    from mgapsp.store.files import _pwrite, _write_file
+    from mgapsp.store.files import _pwrite, write_file_atomic
 
     if not os.path.exists("/dev/full"):
         pytest.skip("no /dev/full on this system")
@@ -416,7 +493,7 @@ def test_disk_errors_name_the_file(tmp_path):
     assert str(tmp_path / "s.zarr" / "c" / "0.partial") in str(info.value)
     (tmp_path / "afile").write_text("x")
     with pytest.raises(OSError) as info:
-        _write_file(tmp_path / "afile" / "c" / "0", b"data")
+        write_file_atomic(tmp_path / "afile" / "c" / "0", b"data")
     assert str(tmp_path / "afile") in str(info.value)
 
 

@@ -32,7 +32,7 @@ import numpy as np
 import mgapsp
 from mgapsp import config
 from mgapsp.api import resolve_backend
-from mgapsp.backends.base import ALGORITHMS
+from mgapsp.algorithms import names as algorithm_names
 from mgapsp.devices import gpu_count
 from mgapsp.jobs.cluster import connect
 from mgapsp.jobs.driver import run_job
@@ -151,7 +151,7 @@ def main(argv=None) -> int:
     parser.add_argument("--tile", type=int, default=1,
                         help="compute every source's row this many times: a job of "
                              "seconds on a small graph (default 1)")
-    parser.add_argument("--algorithm", default="auto", choices=("auto",) + ALGORITHMS)
+    parser.add_argument("--algorithm", default="auto", choices=("auto",) + algorithm_names())
     parser.add_argument("--dtype", default="float32", choices=["float32", "float64"])
     parser.add_argument("--predecessors", action="store_true")
     parser.add_argument("--compression", default="lz4", choices=["lz4", "zstd", "none"])

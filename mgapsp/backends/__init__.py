@@ -6,10 +6,11 @@ Each process keeps one instance of each (they own device-resident caches).
 
 from __future__ import annotations
 
+from .. import algorithms as registry
 from ..errors import MgapspError
-from .base import ALGORITHMS, SLAB_ALIGN, Backend, BatchResult
+from .base import SLAB_ALIGN, Backend, BatchResult
 
-__all__ = ["ALGORITHMS", "SLAB_ALIGN", "Backend", "BatchResult", "get_backend", "backend_algorithms"]
+__all__ = ["SLAB_ALIGN", "Backend", "BatchResult", "get_backend", "backend_algorithms"]
 
 _BACKENDS: dict[str, Backend] = {}
 
@@ -31,13 +32,8 @@ def get_backend(name: str) -> Backend:
 
 
 def backend_algorithms(name: str) -> tuple[str, ...]:
+    """The algorithms the backend ``name`` runs (:mod:`mgapsp.algorithms`)."""
     if name not in ("cpu", "gpu"):
         raise MgapspError(f"unknown backend {name!r}; choose auto, gpu, cpu or hybrid")
-    if name == "cpu":
-        from .cpu import CPUBackend
-
-        return CPUBackend.algorithms
-    from .gpu import GPUBackend
-
-    return GPUBackend.algorithms
+    return registry.names(name)
 

@@ -13,13 +13,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .. import algorithms as registry
 from ..cuda.fw_slab import SLAB_ALIGN  # slabs start at multiples of the pivot blocks
 from ..errors import UnsupportedError
 from ..graph import Graph
 
-__all__ = ["Backend", "BatchResult", "ALGORITHMS", "SLAB_ALIGN"]
-
-ALGORITHMS = ("bellman-ford", "dijkstra", "johnson", "floyd-warshall", "phast")
+__all__ = ["Backend", "BatchResult", "SLAB_ALIGN"]
 
 
 @dataclass
@@ -44,11 +43,19 @@ class Backend(ABC):
     """Computes distance blocks for batches of sources on one device."""
 
     name: str = ""
-    #: algorithms this backend runs, in :data:`ALGORITHMS` spelling
-    algorithms: tuple[str, ...] = ()
     #: what the store's writer uses to cut a device block into chunks or compressed
     #: frames on its device (:mod:`mgapsp.cuda.staging`); None: blocks are NumPy
     staging = None
+
+    @property
+    def algorithms(self) -> tuple[str, ...]:
+        """The algorithms this backend runs (:mod:`mgapsp.algorithms`)."""
+        return registry.names(self.name)
+
+    def registered_entry(self, algorithm: str):
+        """The code a registered algorithm brings for this backend, or None (a built-in
+        algorithm: the backend's own)."""
+        return registry.get(algorithm).entry.get(self.name)
 
     def select_columns(self, block, columns: np.ndarray):
         """``block[:, columns]``, on the block's own device."""

@@ -19,9 +19,11 @@ import numpy as np
 from scipy.sparse import csgraph
 
 from .. import cpu_sssp, hierarchy
+from . import cpu_sweep
 from ..errors import InsufficientMemoryError, NegativeCycleError, UnsupportedError
 from ..graph import Graph
-from .base import ALGORITHMS, SLAB_ALIGN, Backend, BatchResult
+from .. import algorithms as registry
+from .base import SLAB_ALIGN, Backend, BatchResult
 
 __all__ = ["CPUBackend", "bellman_ford_potentials", "find_negative_cycle", "kernels_pay",
            "multicore"]
@@ -42,7 +44,6 @@ WARM_STEPS = 2**18
 
 class CPUBackend(Backend):
     name = "cpu"
-    algorithms = ALGORITHMS
 
     def __init__(self):
         # Per-process caches, keyed by graph fingerprint: the scipy CSR, the
@@ -59,6 +60,11 @@ class CPUBackend(Backend):
         # ``device`` changes nothing: the host is this backend's device
         sources = np.asarray(sources, dtype=np.int64)
         dtype = np.dtype(dtype)
+        registry.get(algorithm).check(graph, self.name)
+        entry = self.registered_entry(algorithm)
+        if entry is not None:
+            return entry(self, graph, sources, dtype=dtype, predecessors=predecessors,
+                         potentials=potentials, targets=targets)
         if algorithm in KERNEL_ALGORITHMS and kernels_pay(graph, len(sources)):
             # a batch of a job: this thread's core (the worker's other threads run
             # other batches)
@@ -71,11 +77,6 @@ class CPUBackend(Backend):
             return BatchResult(dist, pred, {"sources": len(sources), "kernel": "numba"},
                                targets_only=targets is not None)
         if algorithm == "dijkstra":
-            if graph.has_negative_weights:
-                raise UnsupportedError(
-                    f"dijkstra needs non-negative weights, but the graph has weight "
-                    f"{graph.min_weight:g}; use johnson or bellman-ford"
-                )
             dist, pred = _scipy_call(csgraph.dijkstra, self._scipy(graph), sources,
                                      predecessors)
         elif algorithm == "bellman-ford":
@@ -100,16 +101,15 @@ class CPUBackend(Backend):
         elif algorithm == "phast":
             if predecessors:
                 hierarchy.check_predecessors(graph)
-                dist, pred = hierarchy.distances(hierarchy.for_graph(graph), sources,
+                dist, pred = cpu_sweep.distances(hierarchy.for_graph(graph), sources,
                                                  dtype=dtype, predecessors=True)
                 return BatchResult(dist, pred, {"sources": len(sources)})
-            dist = hierarchy.distances(hierarchy.for_graph(graph), sources, dtype=dtype,
+            dist = cpu_sweep.distances(hierarchy.for_graph(graph), sources, dtype=dtype,
                                        targets=targets)
             return BatchResult(dist, None, {"sources": len(sources)},
                                targets_only=targets is not None)
-        else:
-            raise UnsupportedError(f"unknown algorithm {algorithm!r}; "
-                                   f"choose one of {', '.join(ALGORITHMS)}")
+        else:       # registered without code for this backend
+            raise UnsupportedError(f"{algorithm} brings no code for the cpu backend")
         if pred is not None:
             pred = pred.astype(np.int32, copy=False)
             pred[pred == _SCIPY_NO_PRED] = -1

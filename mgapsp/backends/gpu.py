@@ -23,7 +23,8 @@ from ..cuda import device as gpu
 from ..cuda.staging import FRAME_GROUP_BYTES
 from ..errors import InsufficientMemoryError, UnsupportedError
 from ..graph import Graph
-from .base import ALGORITHMS, Backend, BatchResult
+from .. import algorithms as registry
+from .base import Backend, BatchResult
 
 __all__ = ["GPUBackend", "clear_device_cache"]
 
@@ -94,24 +95,19 @@ class GPUBackend(Backend):
     """Distance blocks on the current CUDA device (one device per process)."""
 
     name = "gpu"
-    algorithms = ("bellman-ford", "dijkstra", "johnson", "floyd-warshall", "phast")
 
     # -- checks ------------------------------------------------------------------------
     def _check_algorithm(self, algorithm: str) -> str:
-        if algorithm not in self.algorithms:
-            known = "" if algorithm in ALGORITHMS else f" (known: {', '.join(ALGORITHMS)})"
+        if not registry.get(algorithm).runs_on(self.name):     # unknown: get says so
             raise UnsupportedError(
                 f"the gpu backend runs {', '.join(self.algorithms)}, not "
-                f"algorithm={algorithm!r}{known}; use the cpu backend for it"
+                f"algorithm={algorithm!r}; use the cpu backend for it"
             )
         return algorithm
 
     @staticmethod
     def _check_weights(graph: Graph, algorithm: str) -> None:
-        if algorithm in ("dijkstra", "phast") and graph.has_negative_weights:
-            raise UnsupportedError(
-                f"{algorithm} needs non-negative weights, but the graph has weight "
-                f"{graph.min_weight:g}; use johnson or bellman-ford")
+        registry.get(algorithm).check(graph)
 
     @staticmethod
     def _check_predecessors(dtype: np.dtype, predecessors: bool) -> None:
@@ -209,6 +205,10 @@ class GPUBackend(Backend):
         """
         self._check_algorithm(algorithm)
         self._check_weights(graph, algorithm)
+        entry = self.registered_entry(algorithm)
+        if entry is not None:
+            return entry(self, graph, sources, dtype=dtype, predecessors=predecessors,
+                         potentials=potentials, targets=targets)
         dt = _float_dtype(dtype)
         self._check_predecessors(dt, predecessors)
         src = self._check_sources(graph, sources)

@@ -5,6 +5,9 @@
 - :mod:`.fw_slabs`: Floyd-Warshall split in row slabs across workers
 - :mod:`.report`: :class:`JobReport`
 - :mod:`.progress`: the progress line of a job (rows done, rows/s, time left)
+- :mod:`.dashboard`: the job page's scheduler plugin, and the driver's reports to it
+- :mod:`.jobstate`: the scheduler's record of the jobs (batches, workers, rows/s)
+- :mod:`.jobpage`: the job page, ``/mgapsp`` on the dashboard (Bokeh)
 - :mod:`.cluster`: a client of a running cluster or of the embedded one
 - :mod:`.worker`: ``python -m mgapsp.jobs.worker``, the right Dask worker for a node
 """

@@ -26,6 +26,7 @@ from distributed.diagnostics.plugin import WorkerPlugin
 from .. import config
 from ..backends.cpu import multicore
 from ..errors import MgapspError
+from .dashboard import add_page
 
 __all__ = ["connect", "cpu_threads", "one_process", "embedded_security", "tls_security", "parse_gpus", "ConfigPlugin"]
 
@@ -216,8 +217,15 @@ def _dashboard_pages_later(cluster, dashboard: bool):
             from distributed.dashboard import scheduler as pages
 
             sched = cluster.scheduler
-            cluster.loop.add_callback(pages.connect, sched.http_application,
-                                      sched.http_server, sched, prefix="/")
+
+            def make_pages():
+                pages.connect(sched.http_application, sched.http_server, sched, prefix="/")
+                try:
+                    add_page(sched, prefix="/")     # mgapsp's job page, beside Dask's
+                except Exception as exc:
+                    log.debug("the job page could not be made: %s", exc)
+
+            cluster.loop.add_callback(make_pages)
         except Exception as exc:       # an optional page must never stop a job
             log.debug("the dashboard's pages could not be made: %s", exc)
 

@@ -20,287 +20,398 @@ import contextlib
 import logging
 import os
 import time
+from dataclasses import dataclass
 from typing import Callable
 
 import numpy as np
 from distributed import as_completed
 
 from .. import config, hierarchy
+from ..algorithms import needs_hierarchy
 from ..errors import MgapspError, UnsupportedError
 from ..graph import Graph
 from ..plan import fw_by_slabs, owner_of_rows, plan_job
-from ..store import Store, StoreLock, check_target, damaged_batches, new_run_id
+from ..store import Store, StoreLock, check_target, damaged_batches, new_run_id, store_size
 from . import fw_slabs
 from .cluster import ConfigPlugin
+from .dashboard import reporting
 from .report import JobReport
 from .tasks import (compute_hierarchy, compute_potentials, drop_slabs, hierarchy_dir,
                     prepare_backend, probe_worker, run_batch)
 from .watchdog import Watchdog
 
-__all__ = ["run_job", "check_for_repair", "repair_job"]
+__all__ = ["run_job", "JobRequest", "check_for_repair", "repair_job"]
 
 log = logging.getLogger(__name__)
 
 
-def run_job(graph: Graph, out, client, *, algorithm: str = "auto", backend: str = "auto",
-            dtype: str = "float32", sources=None, targets=None,
-            batch_size: int | None = None, compression: str = "lz4", shards: bool = True,
-            predecessors: bool = False, resume: bool = False, overwrite: bool = False,
-            check: str = "quick", lock: StoreLock | None = None,
-            on_start: Callable[[JobReport], None] | None = None,
-            on_progress: Callable[[JobReport, int, int], None] | None = None) -> JobReport:
-    """Compute the rows of ``sources`` into the store at ``out`` on ``client``'s workers.
+@dataclass
+class JobRequest:
+    """What a caller asks of a job (:func:`run_job`'s arguments), before any choice."""
+
+    graph: Graph
+    out: str
+    algorithm: str = "auto"
+    backend: str = "auto"
+    dtype: str = "float32"
+    sources: object = None
+    targets: object = None
+    batch_size: int | None = None
+    compression: str = "lz4"
+    shards: bool = True
+    predecessors: bool = False
+    resume: bool = False
+    overwrite: bool = False
+    check: str = "auto"
+    on_start: Callable[[JobReport], None] | None = None
+    on_progress: Callable[[JobReport, int, int], None] | None = None
+
+
+def run_job(graph: Graph, out, client, *, lock: StoreLock | None = None,
+            **options) -> JobReport:
+    """Compute the rows of ``sources`` into the store at ``out`` on ``client``'s workers;
+    ``options`` are :class:`JobRequest`'s fields (algorithm, backend, dtype, sources,
+    targets, batch_size, compression, shards, predecessors, resume, overwrite, check,
+    on_start, on_progress).
 
     The run holds the store's lock throughout (:mod:`mgapsp.store.lock`): ``lock``,
     taken by the caller, or one it takes.  A resumed store's flagged batches are
-    checked first (``check``: ``"quick"``, each file whole, or ``"deep"``, every
-    chunk's checksum too); damaged ones are computed again.
+    checked first (``check``: ``"quick"``, each file whole, ``"deep"``, every
+    chunk's checksum too, or ``"auto"``, deep for a store of at most
+    ``mgapsp.store.deep-check-bytes``); damaged ones are computed again.
     """
     t_call = time.perf_counter()
-    if resume and overwrite:
+    request = JobRequest(graph, os.fspath(out), **options)
+    if request.resume and request.overwrite:
         raise MgapspError("--resume and --overwrite contradict each other; pick one")
-    out = os.fspath(out)
     # The run's id: task keys are apsp-batch-<i>-<id> (the dashboard groups them as
     # "apsp-batch", and two jobs on one cluster, or a rerun after a failure whose
     # erred keys the scheduler may still hold, never share a key), and the store
     # records it so that only this run's workers write into it.
     own = lock is None          # else the caller took it, before its own preparations
     if own:
-        lock = StoreLock(out, new_run_id()).acquire()
+        lock = StoreLock(request.out, new_run_id()).acquire()
     try:
-        return _run_locked(graph, out, client, lock.run_id, lock, algorithm=algorithm,
-                           backend=backend, dtype=dtype, sources=sources, targets=targets,
-                           batch_size=batch_size, compression=compression, shards=shards,
-                           predecessors=predecessors, resume=resume, overwrite=overwrite,
-                           check=check, on_start=on_start, on_progress=on_progress,
-                           t_call=t_call)
+        return _Job(request, client, lock, t_call).run()
     finally:
         if own:
             lock.release()
 
 
-def _run_locked(graph: Graph, out: str, client, token: str, lock: StoreLock, *,
-                algorithm, backend, dtype, sources, targets, batch_size, compression,
-                shards, predecessors, resume, overwrite, check, on_start, on_progress,
-                t_call) -> JobReport:
-    state = check_target(out, resume=resume, overwrite=overwrite)
-    client.register_plugin(ConfigPlugin())   # the workers compute with our settings
-    if not client.scheduler_info(n_workers=-1)["workers"]:
-        wait_s = config.get("cluster.worker-wait")
-        # A cluster being started (a recipe, a batch system) may have no worker yet.
-        try:
-            client.wait_for_workers(1, timeout=wait_s)
-        except TimeoutError:
-            raise MgapspError(f"no worker joined the Dask cluster at "
-                              f"{client.scheduler.address} within {wait_s:g} s") from None
-    workers = client.run(probe_worker, backend)
-    if not workers:
-        raise MgapspError("the Dask cluster has no workers")
-    with_gpu = [w for w in workers.values() if w["gpus"] > 0]
-    if backend == "auto":
-        backend = ("gpu" if len(with_gpu) == len(workers) else
-                   "hybrid" if with_gpu else "cpu")
-    if backend == "gpu" and len(with_gpu) < len(workers):
-        raise MgapspError("the gpu backend was asked for, but some workers see no GPU")
-    if backend == "hybrid":
-        # Batches are sized for the GPUs; CPU workers get the same rows at their pace.
-        memory = min((w["gpu_memory"] for w in with_gpu),
-                     default=min(w["cpu_memory"] for w in workers.values()))
-    else:
-        memory_key = "gpu_memory" if backend == "gpu" else "cpu_memory"
-        memory = min(w[memory_key] for w in workers.values())
+class _Job:
+    """One run of a job, step by step (:meth:`run`): each step a method, its state on
+    the instance."""
 
-    # a store whose creation was cut short holds no rows: resuming it makes it again
-    existing = resume and state == "ready"
-    if resume and state == "creating":
-        log.info("%s: its creation did not finish; making it again", out)
-        overwrite = True
-    if existing:
-        store = Store.open(out, mode="r+")
-        job = store.job
-        if algorithm == "auto":
-            algorithm = job["algorithm"]
-        if batch_size is None:
-            batch_size = job["batch_size"]
-    ready = (algorithm == "auto" and backend == "gpu"
-             and hierarchy.known(graph, hierarchy_dir(out)))
+    def __init__(self, request: JobRequest, client, lock: StoreLock, t_call: float):
+        self.req, self.client, self.lock, self.t_call = request, client, lock, t_call
+        self.token = lock.run_id
+        self.store: Store | None = None
+        self.existing = False
+        self.damaged: dict[int, str] = {}
+        self.resume_check: str | None = None    # "deep" or "quick", for a resumed store
 
-    def make_plan(may_build: bool):
-        return plan_job(graph, algorithm=algorithm, backend=backend, dtype=dtype,
-                        sources=sources, batch_size=batch_size, predecessors=predecessors,
-                        n_workers=len(workers), memory=memory, targets=targets,
-                        hierarchy_ready=ready, may_build=may_build,
-                        threads=sum(client.nthreads().values()))
+    def run(self) -> JobReport:
+        state = check_target(self.req.out, resume=self.req.resume,
+                             overwrite=self.req.overwrite)
+        self.probe()
+        self.open_existing(state)
+        self.plan = self.make_plan(may_build=True)
+        self.prepare()
+        self.check_existing()
+        potentials = self.potentials()
+        self.hierarchy()
+        if not self.existing:
+            self.store = Store.create(self.req.out, self.req.graph, self.plan,
+                                      overwrite=self.overwrite, potentials=potentials,
+                                      compression=self.req.compression,
+                                      shards=self.req.shards, run_id=self.token)
+        return self.compute()
 
-    plan = make_plan(may_build=True)
-    if plan.backend in ("cpu", "gpu"):
-        # what the batches need loads while the job checks the graph and makes its store
-        client.run(prepare_backend, plan.backend, plan.algorithm,
-                   plan.n_sources * (graph.n + graph.m))
-    damaged: dict[int, str] = {}
-    if existing:
-        store.check_resume(graph, plan)
-        store.claim(token)      # from here on, an earlier run's workers write nothing
+    # -- before anything is written ----------------------------------------------------
+    def probe(self) -> None:
+        """The workers, and what they offer: the backend to run and its memory."""
+        client, req = self.client, self.req
+        client.register_plugin(ConfigPlugin())   # the workers compute with our settings
+        # the job page on the dashboard (/mgapsp) follows the job through its callbacks
+        req.on_start, req.on_progress = reporting(client, self.token, req.graph.n,
+                                                  req.on_start, req.on_progress)
+        if not client.scheduler_info(n_workers=-1)["workers"]:
+            wait_s = config.get("cluster.worker-wait")
+            # A cluster being started (a recipe, a batch system) may have no worker yet.
+            try:
+                client.wait_for_workers(1, timeout=wait_s)
+            except TimeoutError:
+                raise MgapspError(f"no worker joined the Dask cluster at "
+                                  f"{client.scheduler.address} within {wait_s:g} s") from None
+        workers = client.run(probe_worker, self.req.backend)
+        if not workers:
+            raise MgapspError("the Dask cluster has no workers")
+        with_gpu = [w for w in workers.values() if w["gpus"] > 0]
+        backend = self.req.backend
+        if backend == "auto":
+            backend = ("gpu" if len(with_gpu) == len(workers) else
+                       "hybrid" if with_gpu else "cpu")
+        if backend == "gpu" and len(with_gpu) < len(workers):
+            raise MgapspError("the gpu backend was asked for, but some workers see no GPU")
+        if backend == "hybrid":
+            # Batches are sized for the GPUs; CPU workers get the same rows at their pace.
+            memory = min((w["gpu_memory"] for w in with_gpu),
+                         default=min(w["cpu_memory"] for w in workers.values()))
+        else:
+            key = "gpu_memory" if backend == "gpu" else "cpu_memory"
+            memory = min(w[key] for w in workers.values())
+        self.workers, self.backend, self.memory = workers, backend, memory
+
+    def open_existing(self, state: str) -> None:
+        """A store to resume: its options stand where the caller left them open."""
+        req = self.req
+        self.algorithm, self.batch_size = req.algorithm, req.batch_size
+        self.overwrite = req.overwrite
+        # a store whose creation was cut short holds no rows: resuming it makes it again
+        self.existing = req.resume and state == "ready"
+        if req.resume and state == "creating":
+            log.info("%s: its creation did not finish; making it again", req.out)
+            self.overwrite = True
+        if self.existing:
+            self.store = Store.open(req.out, mode="r+")
+            job = self.store.job
+            if self.algorithm == "auto":
+                self.algorithm = job["algorithm"]
+            if self.batch_size is None:
+                self.batch_size = job["batch_size"]
+        self.ready = (self.algorithm == "auto" and self.backend == "gpu"
+                      and hierarchy.known(req.graph, hierarchy_dir(req.out)))
+
+    def make_plan(self, may_build: bool):
+        req = self.req
+        return plan_job(req.graph, algorithm=self.algorithm, backend=self.backend,
+                        dtype=req.dtype, sources=req.sources, batch_size=self.batch_size,
+                        predecessors=req.predecessors, n_workers=len(self.workers),
+                        memory=self.memory, targets=req.targets,
+                        hierarchy_ready=self.ready, may_build=may_build,
+                        threads=sum(self.client.nthreads().values()))
+
+    def prepare(self) -> None:
+        """What the batches need loads (kernels compile) while the job checks the
+        graph and makes its store."""
+        plan, graph = self.plan, self.req.graph
+        if plan.backend in ("cpu", "gpu"):
+            self.client.run(prepare_backend, plan.backend, plan.algorithm,
+                            plan.n_sources * (graph.n + graph.m))
+
+    def check_existing(self) -> None:
+        """A resumed store: the same job, this run's from now on, damage found."""
+        if not self.existing:
+            return
+        store, out = self.store, self.req.out
+        store.check_resume(self.req.graph, self.plan)
+        store.claim(self.token)     # from here on, an earlier run's workers write nothing
         removed = store.remove_partials()
         if removed:
             log.info("%s: removed %d file(s) a killed writer left half written",
                      out, removed)
-        damaged = damaged_batches(store, deep=check == "deep")
-        for b, problem in sorted(damaged.items()):
+        deep = self.req.check == "deep" or (
+            self.req.check == "auto"
+            and store_size(store.path) <= config.get("store.deep-check-bytes"))
+        self.resume_check = "deep" if deep else "quick"
+        self.damaged = damaged_batches(store, deep=deep)
+        for b, problem in sorted(self.damaged.items()):
             log.warning("%s: batch %d is damaged (%s); computing it again", out, b, problem)
-        store.unmark_batches(sorted(damaged))
-    potentials = store.potentials() if existing else None
-    if graph.has_negative_weights and potentials is None:
-        # One task checks the whole graph for negative cycles before anything is
-        # written; Johnson reuses its potentials for every batch.
-        fut = client.submit(compute_potentials, graph, backend,
-                            key=f"apsp-potentials-{token}")
-        try:
-            potentials = fut.result()
-        finally:
-            fut.release()
-    if "phast" in (plan.algorithm, plan.cpu_algorithm):
-        # one worker builds the hierarchy (or finds it from an earlier job) before
-        # the store exists (a graph that fills in is refused with nothing written)
-        # and before the batches, which then read it
-        fut = client.submit(compute_hierarchy, graph, os.path.abspath(out),
-                            key=f"apsp-hierarchy-{token}")
+        store.unmark_batches(sorted(self.damaged))
+
+    def potentials(self):
+        """Johnson's potentials: one task checks the whole graph for negative cycles
+        before anything is written, and every batch reuses them."""
+        potentials = self.store.potentials() if self.existing else None
+        graph = self.req.graph
+        if graph.has_negative_weights and potentials is None:
+            fut = self.client.submit(compute_potentials, graph, self.backend,
+                                     key=f"apsp-potentials-{self.token}")
+            try:
+                potentials = fut.result()
+            finally:
+                fut.release()
+        return potentials
+
+    def hierarchy(self) -> None:
+        """One worker builds the graph's hierarchy (or finds it from an earlier job)
+        before the store exists (a graph that fills in is refused with nothing
+        written) and before the batches, which then read it."""
+        if not needs_hierarchy(self.plan.algorithm, self.plan.cpu_algorithm):
+            return
+        fut = self.client.submit(compute_hierarchy, self.req.graph,
+                                 os.path.abspath(self.req.out),
+                                 key=f"apsp-hierarchy-{self.token}")
         try:
             info = fut.result()
         except UnsupportedError as e:
-            if algorithm != "auto" or ready:
+            if self.algorithm != "auto" or self.ready:
                 raise
             # auto took the graph for a road network, but its hierarchy fills in
-            log.info("%s: %s; running without a hierarchy", out, e)
+            log.info("%s: %s; running without a hierarchy", self.req.out, e)
             info = None
-            plan = make_plan(may_build=False)
+            self.plan = self.make_plan(may_build=False)
         finally:
             fut.release()
         if info:
-            log.info("%s: contraction hierarchy of %s arcs, %d levels, in %.2f s", out,
-                     f"{info['arcs']:,}", info["levels"], info["seconds"])
-    if not existing:
-        store = Store.create(out, graph, plan, overwrite=overwrite,
-                             potentials=potentials, compression=compression,
-                             shards=shards, run_id=token)
+            log.info("%s: contraction hierarchy of %s arcs, %d levels, in %.2f s",
+                     self.req.out, f"{info['arcs']:,}", info["levels"], info["seconds"])
 
-    done = store.done_mask()
-    log.info("%s: %s on the %s backend, %s, %d rows in %d batches of %d (%d done before)",
-             store.path, plan.algorithm, plan.backend, plan.dtype, plan.n_sources,
-             plan.n_batches, plan.batch_size, int(done.sum()))
-    report = JobReport(plan=plan, store=store, resumed_batches=int(done.sum()),
-                       repaired_batches=sorted(damaged))
-    todo = [b for b in range(plan.n_batches) if not done[b]]
-    rows_done = sum(plan.rows(b)[1] - plan.rows(b)[0] for b in np.flatnonzero(done))
-    n_done = int(done.sum())
-    if on_start:
-        on_start(report)
-    t0 = time.perf_counter()
-    report.started = time.time()
-    report.setup_s = t0 - t_call
-    slabs = bool(todo) and fw_by_slabs(plan.algorithm, plan.backend, plan.predecessors,
-                                       plan.sources, graph.n)
-    owner: Callable[[int], str] | None = None
-    slab_rows: dict[str, str] = {}
-    if slabs:
-        bounds, ranks = fw_slabs.run_slabs(client, store, graph, plan, sorted(workers),
-                                           token, report)
-        slab_rows = {ranks[k]: f"{lo}:{hi}" for k, (lo, hi) in enumerate(bounds)}
-
-        def owner(b: int) -> str:     # noqa: F811
-            # a slab's batches go to the worker holding its rows; if it is lost, the
-            # watchdog ends the job (its rows are gone, and --resume remakes them)
-            return ranks[owner_of_rows(bounds, plan.rows(b)[0])]
-
-    def submit(b: int):
-        start, stop = plan.rows(b)
-        where = dict(workers=[owner(b)], allow_other_workers=True) if owner else {}
-        return client.submit(
-            run_batch, store.path, graph.fingerprint, token, b, start, stop,
-            plan.sources[start:stop], plan.backend, plan.algorithm, plan.dtype,
-            plan.predecessors, plan.cpu_algorithm, slabs,
-            key=f"apsp-batch-{b}-{token}", pure=False, **where)
-
-    # A bounded window of batches in flight keeps the client's and scheduler's memory
-    # flat on long jobs; Dask places them as worker threads free.
-    window = max(1, config.get("jobs.in-flight-per-thread") * sum(client.nthreads().values()))
-    pending = iter(todo)
-    running = as_completed([submit(b) for _, b in zip(range(window), pending)])
-    # Progress is recorded in the store's attributes at most every progress-interval
-    # (and at the end, or when the job fails): each record rewrites zarr.json.  The
-    # batches' own flags are the workers'.
-    unrecorded: list[int] = []
-    recorded_at = time.perf_counter()
-    every = config.get("jobs.progress-interval")
-
-    guard = store.guard(token)
-
-    def record():
-        nonlocal recorded_at
-        if unrecorded:
-            guard()         # never over another run's attributes
-            store.mark_done(unrecorded, rows_done, n_done)
-            unrecorded.clear()
-        recorded_at = time.perf_counter()
-
-    current: list = []      # the batch whose result is being fetched
-
-    def cancel_all():
-        for fut in list(running.futures) + current:
-            fut.cancel(reason="mgapsp watchdog")
-
-    watchdog = Watchdog(client, cancel=cancel_all, lock=lock, slab_workers=slab_rows).start()
-    try:
-        for fut in running:
-            current[:] = [fut]
-            try:
-                stats = fut.result()        # raises the batch's error
-            except Exception as exc:
-                raise _job_error(exc, watchdog, store) from exc
-            watchdog.progress(stats["compute_s"] + stats["write_s"])
-            fut.release()
-            nxt = next(pending, None)
-            if nxt is not None:
-                running.add(submit(nxt))
-            n_done += 1
-            rows_done += stats["rows"]
-            unrecorded.append(stats["batch"])
-            report.add_batch(stats)
-            log.debug("batch %d: %d rows on %s in %.3f s", stats["batch"], stats["rows"],
-                      stats["worker"], stats["compute_s"])
-            report.seconds = time.perf_counter() - t0
-            if time.perf_counter() - recorded_at >= every:
-                record()
-            if on_progress:
-                on_progress(report, rows_done, plan.n_sources)
-    except BaseException:
-        watchdog.stop()
-        for fut in list(running.futures):
-            fut.cancel()
+    # -- the batches -------------------------------------------------------------------
+    def compute(self) -> JobReport:
+        """Run the batches not done yet (after the slabs, for Floyd-Warshall across
+        workers) and record the job's end."""
+        plan, store = self.plan, self.store
+        done = store.done_mask()
+        log.info("%s: %s on the %s backend, %s, %d rows in %d batches of %d (%d done "
+                 "before)", store.path, plan.algorithm, plan.backend, plan.dtype,
+                 plan.n_sources, plan.n_batches, plan.batch_size, int(done.sum()))
+        report = JobReport(plan=plan, store=store, resumed_batches=int(done.sum()),
+                           repaired_batches=sorted(self.damaged),
+                           resume_check=self.resume_check)
+        todo = [b for b in range(plan.n_batches) if not done[b]]
+        self.rows_done = sum(plan.rows(b)[1] - plan.rows(b)[0] for b in np.flatnonzero(done))
+        self.n_done = int(done.sum())
+        if self.req.on_start:
+            self.req.on_start(report)
+        self.t0 = time.perf_counter()
+        report.started = time.time()
+        report.setup_s = self.t0 - self.t_call
+        self.owner: Callable[[int], str] | None = None
+        self.slab_rows: dict[str, str] = {}
+        self.slabs = bool(todo) and fw_by_slabs(plan.algorithm, plan.backend,
+                                                plan.predecessors, plan.sources,
+                                                self.req.graph.n)
+        if self.slabs:
+            self.run_slabs(report)
+        self.unrecorded: list[int] = []
         try:
-            record()
-        except Exception as exc:    # the job's own error says more
-            log.warning("%s: progress not recorded: %s", store.path, exc)
-        raise
-    finally:
-        watchdog.stop()
-        if slabs and client.status == "running":
-            with contextlib.suppress(Exception):
-                client.run(drop_slabs)
-    report.marks["last_result"] = time.perf_counter() - t0
-    if n_done == plan.n_batches:
-        store.remove_partials()     # a killed writer's leftovers
-        guard()
-        # the last batches and the job's end in one update of the store
-        store.mark_done(unrecorded, rows_done, n_done, complete=True, extra={
-            "last_run_seconds": round(time.perf_counter() - t0, 3),
-            "last_run_rows": report.rows_run,
-            "last_run_workers": dict(report.per_worker)})
-        unrecorded.clear()
-    else:
-        record()
-    report.marks["recorded"] = report.seconds = time.perf_counter() - t0
-    return report
+            self.watch(todo, report)
+        finally:
+            if self.slabs and self.client.status == "running":
+                with contextlib.suppress(Exception):
+                    self.client.run(drop_slabs)
+        return self.finish(report)
+
+    def run_slabs(self, report: JobReport) -> None:
+        """Floyd-Warshall as one slab of rows per worker; a slab's batches then go to
+        the worker holding its rows (if it is lost, the watchdog ends the job: its rows
+        are gone, and --resume remakes them)."""
+        bounds, ranks = fw_slabs.run_slabs(self.client, self.store, self.req.graph,
+                                           self.plan, sorted(self.workers), self.token,
+                                           report)
+        self.slab_rows = {ranks[k]: f"{lo}:{hi}" for k, (lo, hi) in enumerate(bounds)}
+        self.owner = lambda b: ranks[owner_of_rows(bounds, self.plan.rows(b)[0])]
+
+    def submit(self, b: int):
+        plan, store = self.plan, self.store
+        start, stop = plan.rows(b)
+        where = (dict(workers=[self.owner(b)], allow_other_workers=True) if self.owner
+                 else {})
+        return self.client.submit(
+            run_batch, store.path, self.req.graph.fingerprint, self.token, b, start, stop,
+            plan.sources[start:stop], plan.backend, plan.algorithm, plan.dtype,
+            plan.predecessors, plan.cpu_algorithm, self.slabs,
+            key=f"apsp-batch-{b}-{self.token}", pure=False, **where)
+
+    def record(self) -> None:
+        """Progress into the store's attributes (the batches' own flags are the
+        workers')."""
+        if self.unrecorded:
+            self.guard()         # never over another run's attributes
+            self.store.mark_done(self.unrecorded, self.rows_done, self.n_done)
+            self.unrecorded.clear()
+        self.recorded_at = time.perf_counter()
+
+    def watch(self, todo: list[int], report: JobReport) -> None:
+        """A bounded window of batches in flight (the client's and scheduler's memory
+        stay flat on long jobs; Dask places them as worker threads free), each result
+        counted as it comes; progress recorded at most every progress-interval, since
+        each record rewrites zarr.json."""
+        client = self.client
+        window = max(1, config.get("jobs.in-flight-per-thread")
+                     * sum(client.nthreads().values()))
+        pending = iter(todo)
+        running = as_completed([self.submit(b) for _, b in zip(range(window), pending)])
+        self.recorded_at = time.perf_counter()
+        every = config.get("jobs.progress-interval")
+        self.guard = self.store.guard(self.token)
+        current: list = []      # the batch whose result is being fetched
+
+        def cancel_all():
+            for fut in list(running.futures) + current:
+                fut.cancel(reason="mgapsp watchdog")
+
+        watchdog = Watchdog(client, cancel=cancel_all, lock=self.lock,
+                            slab_workers=self.slab_rows).start()
+        try:
+            for fut in running:
+                current[:] = [fut]
+                try:
+                    stats = _result(fut, watchdog)  # raises the batch's error
+                except Exception as exc:
+                    raise _job_error(exc, watchdog, self.store) from exc
+                watchdog.progress(stats["compute_s"] + stats["write_s"])
+                fut.release()
+                nxt = next(pending, None)
+                if nxt is not None:
+                    running.add(self.submit(nxt))
+                self.count(stats, report)
+                if time.perf_counter() - self.recorded_at >= every:
+                    self.record()
+        except BaseException:
+            watchdog.stop()
+            for fut in list(running.futures):
+                fut.cancel()
+            try:
+                self.record()
+            except Exception as exc:    # the job's own error says more
+                log.warning("%s: progress not recorded: %s", self.store.path, exc)
+            raise
+        finally:
+            watchdog.stop()
+
+    def count(self, stats: dict, report: JobReport) -> None:
+        """A finished batch into the report and the progress."""
+        self.n_done += 1
+        self.rows_done += stats["rows"]
+        self.unrecorded.append(stats["batch"])
+        report.add_batch(stats)
+        log.debug("batch %d: %d rows on %s in %.3f s", stats["batch"], stats["rows"],
+                  stats["worker"], stats["compute_s"])
+        report.seconds = time.perf_counter() - self.t0
+        if self.req.on_progress:
+            self.req.on_progress(report, self.rows_done, self.plan.n_sources)
+
+    def finish(self, report: JobReport) -> JobReport:
+        """The job's end: the last batches and the end in one update of the store."""
+        t0, store = self.t0, self.store
+        report.marks["last_result"] = time.perf_counter() - t0
+        if self.n_done == self.plan.n_batches:
+            store.remove_partials()     # a killed writer's leftovers
+            self.guard()
+            store.mark_done(self.unrecorded, self.rows_done, self.n_done, complete=True,
+                            extra={"last_run_seconds": round(time.perf_counter() - t0, 3),
+                                   "last_run_rows": report.rows_run,
+                                   "last_run_workers": dict(report.per_worker)})
+            self.unrecorded.clear()
+        else:
+            self.record()
+        report.marks["recorded"] = report.seconds = time.perf_counter() - t0
+        return report
+
+
+def _result(fut, watchdog: Watchdog):
+    """A finished batch's statistics.  They are on its worker: fetched with a deadline,
+    so that a worker that hangs meanwhile ends the wait when the watchdog acts (it
+    closes the worker, and Dask computes the batch again elsewhere, or it ends the
+    job)."""
+    while True:
+        try:
+            return fut.result(timeout=watchdog.interval)
+        except TimeoutError:
+            if fut.status == "error" or watchdog.reason:    # the batch's own error
+                raise
 
 
 def check_for_repair(path) -> tuple[dict[int, str], int]:

@@ -38,7 +38,7 @@ from .. import config
 from ..backends import get_backend
 from ..errors import MgapspError
 from ..plan import slab_bounds
-from .tasks import _job_store, drop_slabs, keep_slab, worker_name
+from .tasks import job_store, drop_slabs, keep_slab, worker_name
 
 __all__ = ["run_slabs", "fw_rank",
            "gather_ranks", "job_info", "load_rows", "connect", "DaskExchange", "NCCLExchange",
@@ -367,7 +367,7 @@ def fw_rank(store_path: str, fingerprint: str, run: str, prefix: str, rank: int,
     want, exchange = exchange, None
     times = {}
     try:
-        edges = load_rows(_job_store(store_path, fingerprint, run), r0, r1)
+        edges = load_rows(job_store(store_path, fingerprint, run), r0, r1)
         times["load_s"] = time.perf_counter() - t0
         if backend == "gpu":
             t1 = time.perf_counter()

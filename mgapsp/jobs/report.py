@@ -23,6 +23,9 @@ class JobReport:
     resumed_batches: int = 0
     #: flagged batches a resumed run found damaged and computed again
     repaired_batches: list = field(default_factory=list)
+    #: how a resumed run checked the batches stored before it: "deep" (every chunk's
+    #: checksum) or "quick" (each file whole); None for a new store
+    resume_check: str | None = None
     per_worker: Counter = field(default_factory=Counter)
     per_backend: Counter = field(default_factory=Counter)
     compute_s: float = 0.0

@@ -19,13 +19,15 @@ from pathlib import Path
 import numpy as np
 
 from .. import config, hierarchy
+from ..algorithms import needs_hierarchy
 from ..backends import BatchResult, get_backend
 from ..devices import gpu_count
 from ..errors import MgapspError
 from ..graph import Graph
 from ..store import Store
 
-__all__ = ["run_batch", "prepare_backend", "compute_potentials", "compute_hierarchy", "hierarchy_dir",
+__all__ = ["run_batch", "job_store", "prepare_backend", "compute_potentials", "compute_hierarchy",
+           "hierarchy_dir",
            "probe_worker", "cached_rows", "keep_slab", "drop_slabs"]
 
 _LOCK = threading.Lock()
@@ -65,7 +67,7 @@ def _run(store_path: str, fingerprint: str, run: str) -> _Run:
         return _RUNS[key]
 
 
-def _job_store(store_path: str, fingerprint: str, run: str) -> Store:
+def job_store(store_path: str, fingerprint: str, run: str) -> Store:
     """The store of run ``run``; refuses another graph's store."""
     return _run(store_path, fingerprint, run).store
 
@@ -157,7 +159,7 @@ def run_batch(store_path: str, fingerprint: str, run: str, batch: int, start: in
     if result is None:
         graph = _graph(job, fingerprint)
         potentials = job.potentials if graph.has_negative_weights else None
-        if algorithm == "phast":   # the job's hierarchy, once per process
+        if needs_hierarchy(algorithm):   # the job's hierarchy, once per process
             hierarchy.for_graph(graph, hierarchy_dir(store_path))
         load_s = time.perf_counter() - t0
         # a GPU block stays on the device: the writer cuts (and compresses) it there

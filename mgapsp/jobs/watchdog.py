@@ -6,6 +6,9 @@ it cannot do is tell a job that no worker will come back, that the scheduler is 
 or that a batch hangs.  The watchdog, a thread of the client, looks every second:
 
 - no worker connected for ``mgapsp.cluster.worker-wait`` seconds;
+- a worker sent no heartbeat for ``mgapsp.cluster.hung-worker`` seconds (stopped, or
+  stuck on a GPU or a file system): the scheduler closes it, so that Dask runs its
+  batches on the others (every worker hung ends the job);
 - no batch finished for ``mgapsp.jobs.stall-timeout`` seconds (or ten times the
   slowest batch so far, if longer) while batches are pending;
 - the client lost its scheduler;
@@ -13,12 +16,14 @@ or that a batch hangs.  The watchdog, a thread of the client, looks every second
   gone with it: the run starts again from the store with ``--resume``);
 - another run took the store's lock over.
 
-It then cancels the job's batches with a reason, which :func:`reason` gives back to
+Every call it makes to the scheduler has a deadline, so that a hung scheduler ends
+the job too.  It then cancels the job's batches with a reason, which :func:`reason` gives back to
 the job's loop, and which the job raises as one :class:`~mgapsp.errors.MgapspError`.
 """
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from typing import Callable
@@ -26,6 +31,34 @@ from typing import Callable
 from .. import config
 
 __all__ = ["Watchdog"]
+
+log = logging.getLogger(__name__)
+
+#: seconds a call of the watchdog to the scheduler may take
+SCHEDULER_DEADLINE = 30.0
+
+
+def _on_scheduler():
+    """The two calls the watchdog runs on the scheduler, made here so that they travel
+    by value: a scheduler without mgapsp installed runs them too."""
+
+    def workers_state(hung_after: float, dask_scheduler=None) -> dict[str, bool]:
+        # each worker, and whether its last heartbeat is older than hung_after seconds
+        # (the scheduler's own clock: no skew between hosts)
+        import time
+
+        now = time.time()
+        return {addr: now - ws.last_seen > hung_after
+                for addr, ws in dask_scheduler.workers.items()}
+
+    async def close_worker(address: str, dask_scheduler=None) -> str:
+        # its tasks go to the other workers
+        import time
+
+        return await dask_scheduler.remove_worker(
+            address=address, stimulus_id=f"mgapsp-hung-{time.time()}")
+
+    return workers_state, close_worker
 
 
 class Watchdog:
@@ -40,6 +73,9 @@ class Watchdog:
         self.interval = interval
         self.stall = config.get("jobs.stall-timeout")
         self.worker_wait = config.get("cluster.worker-wait")
+        self.hung = config.get("cluster.hung-worker")
+        self.closed: list[str] = []     # hung workers this job had closed
+        self._state, self._close = _on_scheduler()
         self.reason: str | None = None
         self._last = time.monotonic()
         self._slowest = 0.0
@@ -78,7 +114,19 @@ class Watchdog:
             return f"{self.lock.lost} while this run wrote it"
         if self.client.status not in ("running", "connecting", "newly-created"):
             return "lost the Dask scheduler (the client's connection closed)"
-        workers = self.client.scheduler_info(n_workers=-1)["workers"]
+        state = self.client.run_on_scheduler(self._state, self.hung,
+                                             callback_timeout=SCHEDULER_DEADLINE)
+        hung = sorted(a for a, h in state.items() if h)
+        if hung and len(hung) == len(state):
+            return (f"every worker stopped answering (no heartbeat for {self.hung:g} s, "
+                    f"mgapsp.cluster.hung-worker): {', '.join(hung)}")
+        for addr in hung:
+            log.warning("worker %s sent no heartbeat for %g s: closing it, so that its "
+                        "batches run on the others", addr, self.hung)
+            self.client.run_on_scheduler(self._close, addr,
+                                         callback_timeout=SCHEDULER_DEADLINE)
+            self.closed.append(addr)
+        workers = [a for a, h in state.items() if not h]
         if not workers:
             if self._no_workers_since is None:
                 self._no_workers_since = now

@@ -29,11 +29,11 @@ import os
 
 from ..errors import GraphFormatError, UnsupportedError, quote
 from ..graph import Graph
-from .edgelists import _read_csv, _read_dimacs, _read_pace, _read_snap, _read_tsv
-from .matrices import _read_mtx, _read_tsplib
+from .edgelists import read_csv, read_dimacs, read_pace, read_snap, read_tsv
+from .matrices import read_mtx, read_tsplib
 from .objects import as_graph
-from .text import FORMATS, _Options, _read_lines, _resolve_format, detect_format
-from .tntp import _read_tntp
+from .text import FORMATS, ReadOptions, read_lines, resolve_format, detect_format
+from .tntp import read_tntp
 
 __all__ = ["FORMATS", "as_graph", "detect_format", "read_graph"]
 
@@ -83,6 +83,7 @@ def read_graph(
         characters.
     EmptyGraphError
         The file holds no edges.
+
     UnsupportedError
         ``weight_column`` was given for a format that has no named columns.
 
@@ -108,6 +109,19 @@ def read_graph(
       EXPLICIT`` with any ``EDGE_WEIGHT_FORMAT`` (full matrix or one of the eight
       triangles, which stand for a symmetric matrix).  Every off-diagonal entry is
       an edge; the diagonal is ignored.
+
+    Examples
+    --------
+    >>> import mgapsp, os, tempfile
+    >>> path = os.path.join(tempfile.mkdtemp(), "triangle.csv")
+    >>> rows = ["src,dst,km", "0,1,2.5", "1,2,1.0", "2,0,4.0"]
+    >>> with open(path, "w") as f:
+    ...     _ = f.write(os.linesep.join(rows))
+    >>> g = mgapsp.read_graph(path, weight_column="km")
+    >>> g
+    <Graph 'triangle.csv': n=3, m=3, directed, weighted>
+    >>> mgapsp.apsp(g, sources=0)
+    array([0. , 2.5, 3.5])
     """
     if not isinstance(path, (str, bytes, os.PathLike)):
         raise GraphFormatError(f"the graph file must be a path (str or os.PathLike), got "
@@ -115,25 +129,25 @@ def read_graph(
     path = os.fspath(path)
     if not isinstance(path, str):       # bytes paths: as the file system spells them
         path = os.fsdecode(path)
-    lines = _read_lines(path)
-    fmt = _resolve_format(format, path, lines)
+    lines = read_lines(path)
+    fmt = resolve_format(format, path, lines)
     if weight_column is not None and fmt not in ("csv", "tsv", "tntp"):
         raise UnsupportedError(
             f"weight_column={quote(weight_column)} applies to csv, tsv and tntp files only, "
             f"not to {fmt} ({os.path.basename(path)})"
         )
-    opts = _Options(path=path, directed=directed, unweighted=bool(unweighted),
+    opts = ReadOptions(path=path, directed=directed, unweighted=bool(unweighted),
                     weight_column=weight_column)
     return _READERS[fmt](lines, opts)
 
 
 _READERS = {
-    "snap": _read_snap,
-    "csv": _read_csv,
-    "tsv": _read_tsv,
-    "dimacs": _read_dimacs,
-    "pace": _read_pace,
-    "mtx": _read_mtx,
-    "tntp": _read_tntp,
-    "tsplib": _read_tsplib,
+    "snap": read_snap,
+    "csv": read_csv,
+    "tsv": read_tsv,
+    "dimacs": read_dimacs,
+    "pace": read_pace,
+    "mtx": read_mtx,
+    "tntp": read_tntp,
+    "tsplib": read_tsplib,
 }

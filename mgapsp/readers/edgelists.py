@@ -6,11 +6,11 @@ from __future__ import annotations
 
 from ..errors import EmptyGraphError, GraphFormatError, quote
 from ..graph import MAX_VERTICES, Graph
-from .text import (_Options, _Records, _header_int, _joined, _records_to_graph, _select)
+from .text import (ReadOptions, Records, header_int, joined_fields, records_to_graph, select_fields)
 
 
-def _read_snap(lines: list[str], opts: _Options) -> Graph:
-    rows, linenos = _select(lines, 0, len(lines), ("#", "%"))
+def read_snap(lines: list[str], opts: ReadOptions) -> Graph:
+    rows, linenos = select_fields(lines, 0, len(lines), ("#", "%"))
     ncols = 2
     if rows:
         ncols = len(rows[0].split())
@@ -19,9 +19,9 @@ def _read_snap(lines: list[str], opts: _Options) -> Graph:
                 f"expected 2 fields (source target) or 3 (source target weight), got "
                 f"{ncols} in {quote(rows[0])}", opts.path, linenos[0])
     weight = 2 if ncols == 3 and not opts.unweighted else None
-    rec = _Records(ncols=ncols, src=0, dst=1, weight=weight,
+    rec = Records(ncols=ncols, src=0, dst=1, weight=weight,
                    names=("source", "target", "weight"))
-    return _records_to_graph(rows, linenos, rec, opts, default_directed=True, base=0)
+    return records_to_graph(rows, linenos, rec, opts, default_directed=True, base=0)
 
 
 def _is_number(tok: str) -> bool:
@@ -32,7 +32,7 @@ def _is_number(tok: str) -> bool:
     return True
 
 
-def _read_delimited(lines: list[str], opts: _Options, native: str) -> Graph:
+def _read_delimited(lines: list[str], opts: ReadOptions, native: str) -> Graph:
     path = opts.path
     comments = ("#", "%")
     first = next((i for i, line in enumerate(lines)
@@ -47,7 +47,7 @@ def _read_delimited(lines: list[str], opts: _Options, native: str) -> Graph:
     if not any(_is_number(f.strip()) for f in fields[:2]):
         header = [f.strip().strip('"').strip("'") for f in fields]
         start = first + 1
-    rows, linenos = _select(lines, start, len(lines), comments)
+    rows, linenos = select_fields(lines, start, len(lines), comments)
     width = len(header) if header is not None else len(fields)
 
     wc = opts.weight_column
@@ -88,7 +88,7 @@ def _read_delimited(lines: list[str], opts: _Options, native: str) -> Graph:
             weight = lowered.index(wc.lower())
         else:
             raise GraphFormatError(
-                f"no column named {quote(wc)}; the header names {_joined(header)}",
+                f"no column named {quote(wc)}; the header names {joined_fields(header)}",
                 path, first + 1)
         if weight in (0, 1):
             raise GraphFormatError(
@@ -100,16 +100,16 @@ def _read_delimited(lines: list[str], opts: _Options, native: str) -> Graph:
     names = ["source", "target"] + [f"column{i}" for i in range(2, ncols)]
     if weight is not None:
         names[weight] = "weight"
-    rec = _Records(ncols=ncols, src=0, dst=1, weight=weight, names=tuple(names),
+    rec = Records(ncols=ncols, src=0, dst=1, weight=weight, names=tuple(names),
                    extra_ok=True, delimiter=delimiter)
-    return _records_to_graph(rows, linenos, rec, opts, default_directed=True, base=0)
+    return records_to_graph(rows, linenos, rec, opts, default_directed=True, base=0)
 
 
-def _read_csv(lines: list[str], opts: _Options) -> Graph:
+def read_csv(lines: list[str], opts: ReadOptions) -> Graph:
     return _read_delimited(lines, opts, ",")
 
 
-def _read_tsv(lines: list[str], opts: _Options) -> Graph:
+def read_tsv(lines: list[str], opts: ReadOptions) -> Graph:
     return _read_delimited(lines, opts, "\t")
 
 
@@ -127,27 +127,27 @@ def _p_line(lines: list[str], path: str, kind: str, counts: str) -> tuple[int, i
                 path, i + 1)
         if len(fields) != 4 or fields[1] != kind:
             raise GraphFormatError(f"expected {usage}, got {quote(s)}", path, i + 1)
-        n = _header_int(fields[2], "vertex count", path, i + 1, limit=MAX_VERTICES)
-        m = _header_int(fields[3], f"{counts[:-1]} count", path, i + 1)
+        n = header_int(fields[2], "vertex count", path, i + 1, limit=MAX_VERTICES)
+        m = header_int(fields[3], f"{counts[:-1]} count", path, i + 1)
         return n, m, i + 1
     raise GraphFormatError(f"missing the {usage} header line", path)
 
 
-def _read_dimacs(lines: list[str], opts: _Options) -> Graph:
+def read_dimacs(lines: list[str], opts: ReadOptions) -> Graph:
     n, m, hline = _p_line(lines, opts.path, "sp", "arcs")
-    rows, linenos = _select(lines, hline, len(lines), ("c",))
+    rows, linenos = select_fields(lines, hline, len(lines), ("c",))
     weight = None if opts.unweighted else 3
-    rec = _Records(ncols=4, src=1, dst=2, weight=weight, tag="a",
+    rec = Records(ncols=4, src=1, dst=2, weight=weight, tag="a",
                    names=("a", "source", "target", "weight"))
-    return _records_to_graph(rows, linenos, rec, opts, default_directed=True, base=1,
+    return records_to_graph(rows, linenos, rec, opts, default_directed=True, base=1,
                              n=n, n_line=hline, expected=m, what="arcs",
                              count_line=hline)
 
 
-def _read_pace(lines: list[str], opts: _Options) -> Graph:
+def read_pace(lines: list[str], opts: ReadOptions) -> Graph:
     n, m, hline = _p_line(lines, opts.path, "tw", "edges")
-    rows, linenos = _select(lines, hline, len(lines), ("c",))
-    rec = _Records(ncols=2, src=0, dst=1, weight=None, names=("source", "target"))
-    return _records_to_graph(rows, linenos, rec, opts, default_directed=False, base=1,
+    rows, linenos = select_fields(lines, hline, len(lines), ("c",))
+    rec = Records(ncols=2, src=0, dst=1, weight=None, names=("source", "target"))
+    return records_to_graph(rows, linenos, rec, opts, default_directed=False, base=1,
                              n=n, n_line=hline, expected=m, what="edges",
                              count_line=hline)

@@ -8,14 +8,14 @@ import numpy as np
 
 from ..errors import EmptyGraphError, GraphFormatError, quote
 from ..graph import MAX_VERTICES, Graph, check_graph_fits
-from .text import (_Options, _Records, _extension, _first, _header_int, _parse_float, _records_to_graph, _select)
+from .text import (ReadOptions, Records, file_extension, first_record, header_int, parse_float, records_to_graph, select_fields)
 
 
 _MTX_FIELDS = ("real", "integer", "pattern")
 _MTX_SYMMETRIES = ("general", "symmetric")
 
 
-def _read_mtx(lines: list[str], opts: _Options) -> Graph:
+def read_mtx(lines: list[str], opts: ReadOptions) -> Graph:
     path = opts.path
     banner = lines[0].strip() if lines else ""
     usage = "'%%MatrixMarket matrix coordinate <real|integer|pattern> <general|symmetric>'"
@@ -56,7 +56,7 @@ def _read_mtx(lines: list[str], opts: _Options) -> Graph:
         raise GraphFormatError(
             f"expected the size line 'rows columns entries', got "
             f"{quote(lines[size_line - 1].strip())}", path, size_line)
-    nrows, ncols, nnz = (_header_int(f, what, path, size_line, limit)
+    nrows, ncols, nnz = (header_int(f, what, path, size_line, limit)
                          for f, what, limit in zip(fields, ("row count", "column count",
                                                             "entry count"),
                                                    (MAX_VERTICES, MAX_VERTICES, None)))
@@ -64,13 +64,13 @@ def _read_mtx(lines: list[str], opts: _Options) -> Graph:
         raise GraphFormatError(
             f"the matrix is {nrows} x {ncols}; an adjacency matrix must be square",
             path, size_line)
-    rows, linenos = _select(lines, size_line, len(lines), ("%",))
+    rows, linenos = select_fields(lines, size_line, len(lines), ("%",))
     if field == "pattern":
-        rec = _Records(ncols=2, src=0, dst=1, weight=None, names=("row", "column"))
+        rec = Records(ncols=2, src=0, dst=1, weight=None, names=("row", "column"))
     else:
-        rec = _Records(ncols=3, src=0, dst=1, weight=None if opts.unweighted else 2,
+        rec = Records(ncols=3, src=0, dst=1, weight=None if opts.unweighted else 2,
                        names=("row", "column", "value"))
-    return _records_to_graph(rows, linenos, rec, opts,
+    return records_to_graph(rows, linenos, rec, opts,
                              default_directed=symmetry == "general", base=1,
                              n=nrows, n_line=size_line, expected=nnz, what="entries",
                              count_line=size_line)
@@ -112,8 +112,9 @@ def _tsp_numbers_needed(n: int, fmt: str) -> int:
     return n * (n - 1) // 2
 
 
-def _read_tsplib(lines: list[str], opts: _Options) -> Graph:
-    path = opts.path
+def _tsp_header(lines: list[str], path) -> tuple[dict[str, tuple[str, int]], int]:
+    """The ``KEY: value`` lines before the first section, with their line numbers, and
+    the index of the first section's line."""
     spec: dict[str, tuple[str, int]] = {}
     i = 0
     while i < len(lines):
@@ -128,7 +129,12 @@ def _read_tsplib(lines: list[str], opts: _Options) -> Graph:
                     path, i + 1)
             spec[key.strip().upper()] = (value.strip(), i + 1)
         i += 1
-    first_section = i + 1 if i < len(lines) else None
+    return spec, i
+
+
+def _tsp_spec(spec: dict, path, first_section: int | None) -> tuple[int, str, bool]:
+    """DIMENSION, EDGE_WEIGHT_FORMAT and whether the matrix is asymmetric, checked
+    (the memory the DIMENSION declares too, before anything of that size exists)."""
 
     def need(key: str) -> tuple[str, int]:
         if key not in spec:
@@ -136,10 +142,9 @@ def _read_tsplib(lines: list[str], opts: _Options) -> Graph:
         return spec[key]
 
     value, dim_line = need("DIMENSION")
-    n = _header_int(value, "DIMENSION", path, dim_line, limit=2**16)
-    lineno = dim_line
+    n = header_int(value, "DIMENSION", path, dim_line, limit=2**16)
     if n < 1:
-        raise GraphFormatError(f"DIMENSION {n} must be at least 1", path, lineno)
+        raise GraphFormatError(f"DIMENSION {n} must be at least 1", path, dim_line)
     if "TYPE" in spec and spec["TYPE"][0].split():
         type_, type_line = spec["TYPE"]
         kind = type_.split()[0].upper()
@@ -148,7 +153,7 @@ def _read_tsplib(lines: list[str], opts: _Options) -> Graph:
                 f"TYPE {quote(type_)} is not supported; expected TSP or ATSP", path, type_line)
         asymmetric = kind == "ATSP"
     else:
-        asymmetric = _extension(path) == ".atsp"
+        asymmetric = file_extension(path) == ".atsp"
     value, lineno = need("EDGE_WEIGHT_TYPE")
     if value.upper() != "EXPLICIT":
         raise GraphFormatError(
@@ -160,20 +165,24 @@ def _read_tsplib(lines: list[str], opts: _Options) -> Graph:
         raise GraphFormatError(
             f"EDGE_WEIGHT_FORMAT {quote(value)} is not supported; expected one of "
             f"{', '.join(_TSP_FORMATS)}", path, lineno)
-
     # The numbers, their (row, column) and the edges off the diagonal: n*n-sized
     # arrays, so the declared DIMENSION is checked against memory first.
     needed = _tsp_numbers_needed(n, fmt)
     check_graph_fits(f"DIMENSION {n:,} declares {needed:,} weights ({fmt})", n,
                      n * (n - 1), records=n * (n - 1), dense=needed, where=path,
                      line=dim_line)
+    return n, fmt, asymmetric
 
+
+def _tsp_weights(lines: list[str], start: int, n: int, fmt: str, path) -> np.ndarray:
+    """The numbers of EDGE_WEIGHT_SECTION, as many as ``fmt`` needs, each finite."""
+    needed = _tsp_numbers_needed(n, fmt)
     # Walk the sections; keep the numbers of EDGE_WEIGHT_SECTION with their lines.
     tokens: list[str] = []
     token_lines: list[int] = []
     section_line = end_line = None
     current = None
-    for j in range(i, len(lines)):
+    for j in range(start, len(lines)):
         s = lines[j].strip()
         match = _TSP_KEYWORD.match(s)
         if match:
@@ -212,16 +221,25 @@ def _read_tsplib(lines: list[str], opts: _Options) -> Graph:
     except ValueError:
         for tok, lineno in zip(tokens, token_lines):
             try:
-                _parse_float(tok)
+                parse_float(tok)
             except ValueError:
                 raise GraphFormatError(
                     f"weight {quote(tok)} is not a number", path, lineno) from None
         raise  # pragma: no cover - numpy and float() disagree
-    k = _first(~np.isfinite(values))
+    k = first_record(~np.isfinite(values))
     if k is not None:
         raise GraphFormatError(f"weight {quote(tokens[k])} is not a finite number", path,
                                token_lines[k])
+    return values
 
+
+def read_tsplib(lines: list[str], opts: ReadOptions) -> Graph:
+    """A TSPLIB file of EXPLICIT weights: its header, then its matrix's numbers as
+    edges (a triangle's both ways; the diagonal is no edge)."""
+    path = opts.path
+    spec, start = _tsp_header(lines, path)
+    n, fmt, asymmetric = _tsp_spec(spec, path, start + 1 if start < len(lines) else None)
+    values = _tsp_weights(lines, start, n, fmt, path)
     if fmt == "FULL_MATRIX":
         rows, cols = np.divmod(np.arange(n * n, dtype=np.int64), n)
     else:

@@ -47,6 +47,17 @@ def as_graph(obj, *, directed: bool | None = None, unweighted: bool = False,
     sequences, edge arrays of different lengths, or a size (a sparse matrix's shape,
     say) whose graph would not fit in the memory this process can still allocate,
     checked before anything of that size is allocated.
+
+    Examples
+    --------
+    >>> import mgapsp, networkx as nx
+    >>> g = mgapsp.as_graph(nx.grid_2d_graph(2, 2))
+    >>> g
+    <Graph '': n=4, m=8, undirected, weighted>
+    >>> g.labels
+    array([(0, 0), (0, 1), (1, 0), (1, 1)], dtype=object)
+    >>> mgapsp.apsp(g, sources=(0, 0))
+    array([0., 1., 1., 2.], dtype=float32)
     """
     if (source, target) != (SOURCE, TARGET) and not is_frame(obj):
         raise GraphFormatError(f"source= and target= name the columns of a data frame, "

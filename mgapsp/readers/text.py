@@ -72,7 +72,7 @@ def detect_format(path: str | os.PathLike) -> str:
         (or cannot be read).
     """
     path = os.fspath(path)
-    ext = _extension(path)
+    ext = file_extension(path)
     if ext == ".gr":
         return _sniff_gr(_iter_lines(path), path)
     try:
@@ -91,7 +91,7 @@ def detect_format(path: str | os.PathLike) -> str:
 # files and format names
 # =============================================================================
 @dataclass(frozen=True)
-class _Options:
+class ReadOptions:
     path: str
     directed: bool | None
     unweighted: bool
@@ -105,7 +105,7 @@ class _Options:
         return os.path.basename(self.path)
 
 
-def _extension(path: str) -> str:
+def file_extension(path: str) -> str:
     name = os.path.basename(path).lower()
     if name.endswith(".gz"):
         name = name[:-3]
@@ -171,7 +171,7 @@ def _gunzip(data, path: str) -> bytearray:
     return out
 
 
-def _read_lines(path: str) -> list[str]:
+def read_lines(path: str) -> list[str]:
     """The whole file (gunzipped when needed) as a list of lines without newlines.
     A file whose text would not fit in memory is refused before it is read (or, when
     compressed or not a regular file, as soon as it outgrows what is left)."""
@@ -247,13 +247,13 @@ def _sniff_gr(lines, path: str) -> str:
     )
 
 
-def _resolve_format(format: str, path: str, lines: list[str]) -> str:
+def resolve_format(format: str, path: str, lines: list[str]) -> str:
     if not isinstance(format, str):
         raise GraphFormatError(
             f"format must be a string, got {type(format).__name__}", path)
     fmt = format.lower()
     if fmt == "auto":
-        if _extension(path) == ".gr":
+        if file_extension(path) == ".gr":
             return _sniff_gr(lines, path)
         return detect_format(path)
     if fmt not in FORMATS:
@@ -266,7 +266,7 @@ def _resolve_format(format: str, path: str, lines: list[str]) -> str:
 # edge records: a fast pass, a reference pass, and the value checks
 # =============================================================================
 @dataclass(frozen=True)
-class _Records:
+class Records:
     """How the edge records of a file are laid out.
 
     Columns count fields from 0 and include ``tag`` when there is one.
@@ -287,12 +287,12 @@ class _Records:
         return [f.strip() for f in row.split(self.delimiter)]
 
     def expected(self) -> str:
-        names = _joined(self.names[: self.ncols]).replace(", ", " ")
+        names = joined_fields(self.names[: self.ncols]).replace(", ", " ")
         at_least = "at least " if self.extra_ok else ""
         return f"{at_least}{self.ncols} fields ({names})"
 
 
-def _select(lines: list[str], start: int, stop: int, comments: tuple[str, ...],
+def select_fields(lines: list[str], start: int, stop: int, comments: tuple[str, ...],
             cut: str | None = None) -> tuple[list[str], list[int]]:
     """Non-blank, non-comment lines (stripped; cut at ``cut``) and their numbers."""
     rows: list[str] = []
@@ -308,7 +308,7 @@ def _select(lines: list[str], start: int, stop: int, comments: tuple[str, ...],
     return rows, linenos
 
 
-def _convert_fast(rows: list[str], rec: _Records, labels: bool = False):
+def _convert_fast(rows: list[str], rec: Records, labels: bool = False):
     """Convert records with :func:`numpy.loadtxt`; None when it refuses them.
 
     Accepts a subset of what :func:`_convert_slow` accepts, and gives the same
@@ -381,13 +381,13 @@ def _labels(tokens) -> np.ndarray:
     return np.array(text, dtype=str)
 
 
-def _parse_float(tok: str) -> float:
+def parse_float(tok: str) -> float:
     if "_" in tok:
         raise ValueError(tok)
     return float(tok)
 
 
-def _convert_slow(rows: list[str], linenos: list[int], rec: _Records, path: str,
+def _convert_slow(rows: list[str], linenos: list[int], rec: Records, path: str,
                   labels: bool = False):
     """Convert records one line at a time; the reference for :func:`_convert_fast`.
 
@@ -421,7 +421,7 @@ def _convert_slow(rows: list[str], linenos: list[int], rec: _Records, path: str,
                     f"{what} id {quote(fields[col])} is not an integer", path, lineno) from None
         if w is not None:
             try:
-                w[k] = _parse_float(fields[rec.weight])
+                w[k] = parse_float(fields[rec.weight])
             except ValueError:
                 raise GraphFormatError(
                     f"weight {quote(fields[rec.weight])} is not a number", path, lineno) from None
@@ -432,12 +432,12 @@ def _convert_slow(rows: list[str], linenos: list[int], rec: _Records, path: str,
     return src, dst, w
 
 
-def _first(mask: np.ndarray) -> int | None:
+def first_record(mask: np.ndarray) -> int | None:
     hits = np.flatnonzero(mask)
     return int(hits[0]) if len(hits) else None
 
 
-def _check_values(src, dst, w, rows, linenos, rec: _Records, path: str, *,
+def _check_values(src, dst, w, rows, linenos, rec: Records, path: str, *,
                   base: int, n: int | None, n_line: int | None) -> None:
     """Raise on the first record with a bad id or a weight that is not finite (ids are
     checked where the header declares ``n``; labels of edge lists are free)."""
@@ -448,7 +448,7 @@ def _check_values(src, dst, w, rows, linenos, rec: _Records, path: str, *,
             bad |= arr > n - 1 + base
         else:
             bad |= arr >= MAX_VERTICES + base
-        k = _first(bad)
+        k = first_record(bad)
         if k is not None:
             for_col.append((k, what, int(arr[k])))
     if for_col:
@@ -467,15 +467,15 @@ def _check_values(src, dst, w, rows, linenos, rec: _Records, path: str, *,
             msg = f"{what} id {value} is out of range: ids start at {base}"
         raise GraphFormatError(msg, path, linenos[k])
     if w is not None:
-        k = _first(~np.isfinite(w))
+        k = first_record(~np.isfinite(w))
         if k is not None:
             tok = rec.fields(rows[k])[rec.weight]
             raise GraphFormatError(f"weight {quote(tok)} is not a finite number", path,
                                    linenos[k])
 
 
-def _records_to_graph(rows: list[str], linenos: list[int], rec: _Records,
-                      opts: _Options, *, default_directed: bool, base: int,
+def records_to_graph(rows: list[str], linenos: list[int], rec: Records,
+                      opts: ReadOptions, *, default_directed: bool, base: int,
                       n: int | None = None, n_line: int | None = None,
                       expected: int | None = None, what: str = "edges",
                       count_line: int | None = None) -> Graph:
@@ -520,7 +520,7 @@ def _check_declared(path: str, n: int, n_line: int | None, m: int | None,
     check_graph_fits(text, n, edges, records=m, where=path, line=line)
 
 
-def _joined(names, limit: int = 200) -> str:
+def joined_fields(names, limit: int = 200) -> str:
     """Names for a message, joined by commas, at most about ``limit`` characters."""
     names = [str(x) for x in itertools.islice(names, 51)]
     text = ", ".join(x if len(x) <= 40 else x[:37] + "..." for x in names[:50])
@@ -529,7 +529,7 @@ def _joined(names, limit: int = 200) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-def _header_int(tok: str, what: str, path: str, lineno: int | None,
+def header_int(tok: str, what: str, path: str, lineno: int | None,
                 limit: int | None = None) -> int:
     """A count from a header: a non-negative integer, at most ``limit``."""
     try:

@@ -6,14 +6,14 @@ from __future__ import annotations
 
 from ..errors import GraphFormatError, quote
 from ..graph import MAX_VERTICES, Graph
-from .text import (_Options, _Records, _header_int, _joined, _records_to_graph, _select)
+from .text import (ReadOptions, Records, header_int, joined_fields, records_to_graph, select_fields)
 
 
 _TNTP_COLUMNS = ("init_node", "term_node", "capacity", "length", "free_flow_time", "b",
                  "power", "speed", "toll", "link_type")
 
 
-def _read_tntp(lines: list[str], opts: _Options) -> Graph:
+def read_tntp(lines: list[str], opts: ReadOptions) -> Graph:
     path = opts.path
     meta: dict[str, tuple[str, int]] = {}
     end = None
@@ -39,7 +39,7 @@ def _read_tntp(lines: list[str], opts: _Options) -> Graph:
         value, lineno = meta[key]
         tok = value.split()[0] if value.split() else value
         limit = MAX_VERTICES if key == "NUMBER OF NODES" else None
-        sizes.append((_header_int(tok, f"<{key}>", path, lineno, limit), lineno))
+        sizes.append((header_int(tok, f"<{key}>", path, lineno, limit), lineno))
     (n, n_line), (m, m_line) = sizes
 
     # Columns: named by the '~ init_node term_node ...' comment before the first row,
@@ -71,21 +71,21 @@ def _read_tntp(lines: list[str], opts: _Options) -> Graph:
         if not 0 <= wc < max(len(names), 1) or wc in (src, dst):
             raise GraphFormatError(
                 f"weight_column {wc} is not a weight column; the columns are "
-                f"{_joined(f'{i}={c}' for i, c in enumerate(names))}", path, header_line)
+                f"{joined_fields(f'{i}={c}' for i, c in enumerate(names))}", path, header_line)
         weight = wc
     elif wc.lower() in names and names.index(wc.lower()) not in (src, dst):
         weight = names.index(wc.lower())
     else:
         raise GraphFormatError(
-            f"no weight column named {quote(wc)}; the columns are {_joined(names)}",
+            f"no weight column named {quote(wc)}; the columns are {joined_fields(names)}",
             path, header_line)
     if opts.unweighted:
         weight = None
     width = max(src, dst, -1 if weight is None else weight) + 1
-    rec = _Records(ncols=width, src=src, dst=dst, weight=weight, names=tuple(names),
+    rec = Records(ncols=width, src=src, dst=dst, weight=weight, names=tuple(names),
                    extra_ok=True)
-    rows, linenos = _select(lines, end, len(lines), ("~",), cut=";")
-    return _records_to_graph(rows, linenos, rec, opts, default_directed=True, base=1,
+    rows, linenos = select_fields(lines, end, len(lines), ("~",), cut=";")
+    return records_to_graph(rows, linenos, rec, opts, default_directed=True, base=1,
                              n=n, n_line=n_line, expected=m, what="links",
                              count_line=m_line)
 

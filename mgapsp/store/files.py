@@ -1,8 +1,8 @@
 """Chunk and shard files as Zarr v3 reads them, written whole or not at all.
 
-:class:`_Layout` reads an array's codecs once and says how its chunk bytes are made
+:class:`ChunkLayout` reads an array's codecs once and says how its chunk bytes are made
 and where they go; a chunk file is written beside its place and renamed there
-(:func:`_write_file`); a shard (Zarr's ``sharding_indexed``, index and CRC-32C at its
+(:func:`write_file_atomic`); a shard (Zarr's ``sharding_indexed``, index and CRC-32C at its
 end) is a row of chunks written in pieces by several threads, then its index, then
 renamed into place (:class:`_ShardFile`).  This relies on ``zarr.core`` (buffers,
 metadata encoding), so ``pyproject.toml`` pins Zarr to the tested minor version.
@@ -24,7 +24,7 @@ _SHUFFLE = {"noshuffle": 0, "shuffle": 1, "bitshuffle": 2}
 PARTIAL = ".partial"
 
 
-class _Layout:
+class ChunkLayout:
     """How chunk bytes of one array are made and where they go."""
 
     def __init__(self, arr: zarr.Array):
@@ -108,10 +108,10 @@ class _Layout:
     def put_key(self, coords: tuple, data, guard=None) -> int:
         """Store the stored bytes of the chunk at ``coords`` (a buffer, or a list of
         buffers to join) under its key; ``guard()`` is called right before the file is
-        put in place (see :func:`_write_file`)."""
+        put in place (see :func:`write_file_atomic`)."""
         key = self.key(coords)
         if self.root is not None:
-            return _write_file(self.root / key, data, guard)
+            return write_file_atomic(self.root / key, data, guard)
         if guard is not None:
             guard()
         if isinstance(data, list):
@@ -178,7 +178,7 @@ def _crc32c_value():
     return _CRC_LIB[0]
 
 
-def _write_file(path: Path, data, guard=None) -> int:
+def write_file_atomic(path: Path, data, guard=None) -> int:
     """``data`` (a buffer, or a list of buffers written one after another) into the file
     ``path`` as a whole: written beside it, then renamed, ``guard()`` (which may raise
     to refuse the file) called just before."""
@@ -252,7 +252,7 @@ def _pwrite(fd: int, data, offset: int, path=None) -> int:
 
 
 #: a shard's index gives this offset and size for a chunk it does not hold
-_NO_CHUNK = 2**64 - 1
+NO_CHUNK = 2**64 - 1
 #: a span of frames made on the GPU goes to the file in pieces of at least this many
 #: bytes, one per storing thread at most
 PIECE_BYTES = 2 * 2**20
@@ -266,11 +266,11 @@ class _ShardFile:
     place, which :meth:`close` renames there; into other stores they are gathered
     and set whole."""
 
-    def __init__(self, lay: _Layout, coords: tuple, n_chunks: int, guard=None):
+    def __init__(self, lay: ChunkLayout, coords: tuple, n_chunks: int, guard=None):
         self.lay = lay
         self.guard = guard
         self.key = lay.key(coords)
-        self.index = np.full((n_chunks, 2), _NO_CHUNK, dtype="<u8")
+        self.index = np.full((n_chunks, 2), NO_CHUNK, dtype="<u8")
         self.end = 0
         self.fd = None
         self.parts: list[tuple[int, bytes]] = []
@@ -326,11 +326,11 @@ class _ShardFile:
             _discard(self.tmp, fd)
 
 
-class _ChunkFiles:
+class ChunkFiles:
     """A batch's row of chunks stored as a file per chunk, each by a pool thread;
     ``guard()`` is called before each file is put in place."""
 
-    def __init__(self, lay: _Layout, row: int, guard=None):
+    def __init__(self, lay: ChunkLayout, row: int, guard=None):
         self.lay, self.row, self.guard = lay, row, guard
 
     def frames(self, pool, first: int, frames, starts) -> list[Future]:
@@ -357,13 +357,13 @@ def _pieces(pool, sh: _ShardFile, at: int, span) -> list[Future]:
     return [pool.submit(sh.write, at + c0, span[c0:c1]) for c0, c1 in zip(cuts, cuts[1:])]
 
 
-class _ShardRow:
+class ShardRow:
     """A batch's row of chunks stored as shards (:class:`_ShardFile`) of ``lay.shard``
     chunks each.  Frames made on the GPU go from the pinned buffer to the file, a
     piece per pool thread; chunks the pool compresses are written in their order by
     the caller, as they come."""
 
-    def __init__(self, lay: _Layout, row: int, guard=None):
+    def __init__(self, lay: ChunkLayout, row: int, guard=None):
         self.lay, self.row, self.guard = lay, row, guard
         self.shards: dict[int, _ShardFile] = {}
         self.encoded: list[tuple[int, Future]] = []

@@ -21,7 +21,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-from .files import _NO_CHUNK, _Layout, crc32c
+from .files import NO_CHUNK, ChunkLayout, crc32c
 from .layout import Store
 
 __all__ = ["damaged_batches", "batch_ranges"]
@@ -35,7 +35,7 @@ def damaged_batches(store: Store, batches=None, *, deep: bool = False,
         batches = np.flatnonzero(store.done_mask())
     batches = [int(b) for b in batches]
     names = ["distances"] + (["predecessors"] if store.job["predecessors"] else [])
-    layouts = [(name, _Layout(store.array(name))) for name in names]
+    layouts = [(name, ChunkLayout(store.array(name))) for name in names]
     if not batches:
         return {}
 
@@ -65,7 +65,7 @@ def batch_ranges(batches) -> list[str]:
     return out
 
 
-def _check_row(lay: _Layout, row: int, deep: bool) -> str | None:
+def _check_row(lay: ChunkLayout, row: int, deep: bool) -> str | None:
     """What is wrong with the stored row of chunks ``row`` of ``lay``'s array."""
     arr = lay.arr
     if not lay.ok or lay.root is None:
@@ -101,7 +101,7 @@ def _size(path, key: str) -> tuple[int, str | None]:
     return size, (f"{key} is empty" if size == 0 else None)
 
 
-def _check_chunk_file(lay: _Layout, key: str, deep: bool) -> str | None:
+def _check_chunk_file(lay: ChunkLayout, key: str, deep: bool) -> str | None:
     path = lay.root / key
     size, problem = _size(path, key)
     if problem:
@@ -111,7 +111,7 @@ def _check_chunk_file(lay: _Layout, key: str, deep: bool) -> str | None:
     return f"{key} is too short" if lay.crc and size <= 4 else None
 
 
-def _check_chunk(lay: _Layout, data: bytes, where: str) -> str | None:
+def _check_chunk(lay: ChunkLayout, data: bytes, where: str) -> str | None:
     """A chunk's stored bytes against their CRC, or through their decoder."""
     if lay.crc:
         if len(data) < 4 or crc32c(data[:-4]) != data[-4:]:
@@ -127,7 +127,7 @@ def _check_chunk(lay: _Layout, data: bytes, where: str) -> str | None:
     return None
 
 
-def _check_shard(lay: _Layout, key: str, n_chunks: int, per: int, deep: bool) -> str | None:
+def _check_shard(lay: ChunkLayout, key: str, n_chunks: int, per: int, deep: bool) -> str | None:
     path = lay.root / key
     tail = 16 * per + 4
     size, problem = _size(path, key)
@@ -142,7 +142,7 @@ def _check_shard(lay: _Layout, key: str, n_chunks: int, per: int, deep: bool) ->
     index = np.frombuffer(end[:-4], dtype="<u8").reshape(per, 2)
     for k in range(n_chunks):
         offset, nbytes = (int(x) for x in index[k])
-        if offset == _NO_CHUNK:
+        if offset == NO_CHUNK:
             return f"{key}: chunk {k} is missing"
         if offset + nbytes > size - tail:
             return f"{key}: chunk {k} lies beyond the file's end (truncated)"

@@ -154,6 +154,8 @@ class Store:
         self.group = group
         self._workers_mark: bool | None = None
         self._arrays: dict[str, zarr.Array] = {}
+        #: batches whose flag the last :meth:`done_mask` could not read
+        self.unreadable_flags: list[int] = []
 
     # -- opening ----------------------------------------------------------------
     @classmethod
@@ -366,7 +368,25 @@ class Store:
                        cpu_algorithm=job.get("cpu_algorithm"))
 
     def done_mask(self) -> np.ndarray:
-        return self.group["batch_done"][:].astype(bool)
+        """Each batch's flag.  A flag whose chunk cannot be read (damage: a file
+        overwritten, truncated) is no flag: its batch counts as not done, so --resume
+        and repair compute it again, and :attr:`unreadable_flags` names it."""
+        arr = self.group["batch_done"]
+        try:
+            mask = arr[:].astype(bool)
+            self.unreadable_flags = []
+            return mask
+        except Exception:   # which one depends on the damage and on Zarr
+            pass
+        step = arr.chunks[0]
+        mask = np.zeros(arr.shape, dtype=bool)
+        self.unreadable_flags = []
+        for lo in range(0, arr.shape[0], step):
+            try:
+                mask[lo:lo + step] = arr[lo:lo + step].astype(bool)
+            except Exception:
+                self.unreadable_flags.extend(range(lo, min(lo + step, arr.shape[0])))
+        return mask
 
     # -- resume ---------------------------------------------------------------
     def check_resume(self, graph: Graph, plan: JobPlan) -> None:
@@ -442,9 +462,9 @@ class Store:
         if not len(batches):
             return
         if self.workers_mark_batches:
-            from .files import _Layout
+            from .files import ChunkLayout
 
-            lay = _Layout(self.array("batch_done"))
+            lay = ChunkLayout(self.array("batch_done"))
             for b in batches:
                 if lay.root is not None:
                     (lay.root / lay.key((int(b),))).unlink(missing_ok=True)

@@ -34,7 +34,11 @@ def new_run_id() -> str:
 
 
 def lock_path(store_path) -> Path:
+    """``STORE.lock``, beside the store; a store needs a name of its own."""
     p = Path(os.path.abspath(os.fspath(store_path)))
+    if not p.name:
+        raise StoreError(f"{os.fspath(store_path)}: a store is a directory of its own "
+                         "(such as out.zarr), not a file system's root")
     return p.with_name(p.name + ".lock")
 
 
@@ -72,11 +76,12 @@ class StoreLock:
     def holder(self) -> dict | None:
         """The lock file's record, or None where there is none (or it is unreadable)."""
         try:
-            return json.loads(self.path.read_text())
+            record = json.loads(self.path.read_text())
         except FileNotFoundError:
             return None
         except (OSError, ValueError):
             return {}
+        return record if isinstance(record, dict) else {}     # not one of ours
 
     def stale_reason(self, record: dict) -> str | None:
         """Why the lock ``record`` no longer holds, or None while its run lives."""
@@ -104,6 +109,11 @@ class StoreLock:
                 if record is None:
                     continue        # released meanwhile: try again
                 why = self.stale_reason(record)
+                if why is None and not record:
+                    raise StoreError(
+                        f"{self.path} holds no run's record (one being written, or a "
+                        f"file that is not mgapsp's); wait for that run, or delete it if "
+                        f"no run uses {self.store}") from None
                 if why is None:
                     raise StoreError(
                         f"{self.store} is in use by run {record.get('run', '?')} on "
@@ -195,7 +205,7 @@ class RunGuard:
         try:
             with open(self.file, "rb") as fh:
                 attrs = json.loads(fh.read()).get("attributes", {})
-        except (OSError, ValueError):
+        except (OSError, ValueError, AttributeError):
             raise StoreError(f"{self.file}: unreadable while run {self.run_id} wrote "
                              "the store; this worker stops writing") from None
         owner = (attrs.get("run") or {}).get("id")

@@ -7,7 +7,7 @@ So a worker encodes the chunks itself: it cuts the block into whole chunks (on t
 on a pool of threads, and puts the bytes under the chunk's key through the array's
 store, where Zarr reads them back as if it had written them.  Arrays whose codecs are
 anything but ``bytes`` (little-endian) plus an optional ``blosc``, alone or inside
-shards that are rows of chunks (the store's default, :class:`_ShardRow`), fall back
+shards that are rows of chunks (the store's default, :class:`ShardRow`), fall back
 to Zarr's own write.
 
 Into a local store (Zarr's ``LocalStore``) the pool writes each chunk file itself, as
@@ -42,7 +42,7 @@ import numpy as np
 import zarr
 
 from .. import config
-from .files import _ChunkFiles, _Layout, _ShardRow, _write_file
+from .files import ChunkFiles, ChunkLayout, ShardRow, write_file_atomic
 
 __all__ = ["write_block", "write_chunk", "write_threads", "store_threads",
            "idle_store_threads",
@@ -111,10 +111,10 @@ def _pool(kind: str, gpu: bool) -> _Pool:
         return _POOLS[kind]
 
 
-_LAYOUTS: dict[tuple, _Layout] = {}
+_LAYOUTS: dict[tuple, ChunkLayout] = {}
 
 
-def _layout(arr: zarr.Array) -> _Layout:
+def _layout(arr: zarr.Array) -> ChunkLayout:
     # keyed by what decides the bytes, so that a store replaced under the same path
     # (--overwrite) never reuses the old array's layout
     key = (str(arr.store_path), arr.shape, arr.chunks, str(arr.dtype),
@@ -123,7 +123,7 @@ def _layout(arr: zarr.Array) -> _Layout:
     if lay is None:
         if len(_LAYOUTS) >= 16:
             _LAYOUTS.clear()
-        lay = _LAYOUTS[key] = _Layout(arr)
+        lay = _LAYOUTS[key] = ChunkLayout(arr)
     return lay
 
 
@@ -167,7 +167,7 @@ def update_attributes(group: zarr.Group, updates: dict) -> None:
     group.metadata.attributes.update(updates)
     prefix = group.store_path.path
     for key, buf in group.metadata.to_buffer_dict(default_buffer_prototype()).items():
-        _write_file(Path(store.root) / (f"{prefix}/{key}" if prefix else key), buf.to_bytes())
+        write_file_atomic(Path(store.root) / (f"{prefix}/{key}" if prefix else key), buf.to_bytes())
 
 
 def _host_tile(block: np.ndarray, j: int, cr: int, cc: int, fill) -> np.ndarray:
@@ -223,7 +223,7 @@ def write_block(arr: zarr.Array, start: int, block, staging=None, guard=None,
                  gpu=staging is not None)
     i = start // cr
     n_chunks = -(-arr.shape[1] // cc)
-    row = _ShardRow(lay, i, guard) if lay.shard is not None else _ChunkFiles(lay, i, guard)
+    row = ShardRow(lay, i, guard) if lay.shard is not None else ChunkFiles(lay, i, guard)
     futures: list[Future] = []
     copy_s = 0.0
     try:
@@ -244,17 +244,17 @@ def write_block(arr: zarr.Array, start: int, block, staging=None, guard=None,
             "bytes": stored}
 
 
-def _device_frames(lay: _Layout, staging) -> bool:
+def _device_frames(lay: ChunkLayout, staging) -> bool:
     """Whether ``staging``'s device makes the chunks' compressed frames itself: Blosc LZ4
     bit-shuffle arrays of a type size it handles, unless ``mgapsp.gpu.compress`` is off."""
     return (lay.gpu_clevel is not None and lay.dtype.itemsize in staging.TYPESIZES
             and config.get("gpu.compress"))
 
 
-def _submit(pool, lay: _Layout, row, block, staging, gpu_frames: bool, cr: int,
+def _submit(pool, lay: ChunkLayout, row, block, staging, gpu_frames: bool, cr: int,
             cc: int, n_chunks: int, futures: list) -> float:
-    """Queue every chunk of the block for ``row`` (a :class:`_ChunkFiles` or
-    :class:`_ShardRow`) on ``pool``, appending to ``futures``; the seconds spent
+    """Queue every chunk of the block for ``row`` (a :class:`ChunkFiles` or
+    :class:`ShardRow`) on ``pool``, appending to ``futures``; the seconds spent
     cutting (or compressing) and copying device groups to the host."""
     if staging is None:
         host = np.asarray(block, dtype=lay.dtype)

@@ -1,0 +1,209 @@
+"""Building a graph's hierarchy: SuperLU's minimum-degree order, the chordal completion
+from its factor, the elimination tree, and the triangle customization of the weights."""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sp
+
+from .. import config
+from ..errors import UnsupportedError
+from ..graph import Graph
+from .model import Hierarchy, check_weights
+
+__all__ = ["build", "arcs_limit", "concat_ranges"]
+
+def _order_and_completion(graph: Graph):
+    """Ranks and the chordal completion (CSC of the strict lower factor, in rank space)."""
+    n = graph.n
+    src = graph.sources_of_edges
+    dst = graph.indices.astype(np.int64)
+    keep = src != dst
+    A = sp.csr_matrix((np.ones(int(keep.sum())), (src[keep], dst[keep])), shape=(n, n))
+    A = ((A + A.T) > 0).astype(np.float64)
+    degree = np.asarray(A.sum(axis=1)).ravel()
+    # a symmetric, strictly diagonally dominant matrix of the graph's shape: factorized
+    # with diagonal pivots, its factor's pattern is the elimination of the graph
+    M = (sp.diags(degree + 1.0) - A).tocsc()
+    from scipy.sparse.linalg import splu
+
+    lu = splu(M, permc_spec="MMD_AT_PLUS_A", diag_pivot_thresh=0.0,
+              options={"SymmetricMode": True})
+    if not np.array_equal(lu.perm_r, lu.perm_c):
+        raise RuntimeError("SuperLU left the diagonal: no symmetric elimination order")
+    rank = lu.perm_c.astype(np.int32)
+    L = sp.csc_matrix(lu.L)
+    L.sort_indices()
+    del lu
+    return rank, L
+
+
+def _lower_arcs(L: sp.csc_matrix, n: int):
+    """Strictly-below-diagonal pattern of ``L`` as (up_ptr, up_head)."""
+    rows = L.indices.astype(np.int64)
+    cols = np.repeat(np.arange(n, dtype=np.int64), np.diff(L.indptr))
+    below = rows > cols
+    counts = np.bincount(cols[below], minlength=n)
+    up_ptr = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(counts, out=up_ptr[1:])
+    return up_ptr, rows[below].astype(np.int32)
+
+
+def _close(up_ptr: np.ndarray, up_head: np.ndarray, n: int):
+    """The arcs made a perfect elimination: each rank's upward neighbours other than
+    its parent are upward neighbours of its parent.  Returns the input when it already
+    is one (the factor's pattern normally is), else the completed arcs."""
+    first = up_ptr[:-1]
+    has = np.diff(up_ptr) > 0
+    parent = np.full(n, -1, dtype=np.int64)
+    parent[has] = up_head[first[has]]
+    tail = np.repeat(np.arange(n, dtype=np.int64), np.diff(up_ptr))
+    keys = tail * n + up_head
+    other = up_head.astype(np.int64) != parent[tail]
+    need = parent[tail[other]] * n + up_head[other]
+    pos = np.searchsorted(keys, need)
+    pos[pos >= len(keys)] = 0
+    if len(need) == 0 or bool((keys[pos] == need).all()):
+        return up_ptr, up_head
+    # rare: complete it the slow way (merge each rank's row into its parent's)
+    rows = [set(up_head[up_ptr[r]:up_ptr[r + 1]].tolist()) for r in range(n)]
+    for r in range(n):
+        if rows[r]:
+            p = min(rows[r])
+            rows[p] |= rows[r]
+            rows[p].discard(p)
+    counts = np.fromiter((len(s) for s in rows), dtype=np.int64, count=n)
+    up_ptr = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(counts, out=up_ptr[1:])
+    up_head = np.fromiter((v for s in rows for v in sorted(s)), dtype=np.int32,
+                          count=int(up_ptr[-1]))
+    return up_ptr, up_head
+
+
+def _tree(up_ptr: np.ndarray, up_head: np.ndarray, n: int):
+    """Elimination-tree parent, depth (root 0) and height (leaf 0) of every rank."""
+    has = np.diff(up_ptr) > 0
+    parent = np.full(n, -1, dtype=np.int32)
+    parent[has] = up_head[up_ptr[:-1][has]]
+    par = parent.tolist()
+    depth = [0] * n
+    for r in range(n - 1, -1, -1):          # a parent's rank is higher: done first
+        p = par[r]
+        if p >= 0:
+            depth[r] = depth[p] + 1
+    height = [0] * n
+    for r in range(n):                      # children first
+        p = par[r]
+        if p >= 0 and height[r] + 1 > height[p]:
+            height[p] = height[r] + 1
+    return parent, np.asarray(depth, dtype=np.int32), np.asarray(height, dtype=np.int32)
+
+
+def _arc_index(keys: np.ndarray, lo: np.ndarray, hi: np.ndarray, n: int) -> np.ndarray:
+    want = lo.astype(np.int64) * n + hi
+    pos = np.searchsorted(keys, want)
+    if len(want) and (pos.max() >= len(keys) or not bool((keys[pos] == want).all())):
+        raise RuntimeError("hierarchy arcs are not a chordal completion")
+    return pos
+
+
+def _customize(graph: Graph, rank, up_ptr, up_head, height, n):
+    """Arc weights: the graph's edges, then every lower triangle, bottom-up; and each
+    direction's last vertex (in rank space) before its head."""
+    tail = np.repeat(np.arange(n, dtype=np.int64), np.diff(up_ptr))
+    keys = tail * n + up_head
+    w_up = np.full(len(up_head), np.inf)
+    w_down = np.full(len(up_head), np.inf)
+    last_up = np.full(len(up_head), -1, dtype=np.int32)
+    last_down = np.full(len(up_head), -1, dtype=np.int32)
+    src = rank[graph.sources_of_edges].astype(np.int64)
+    dst = rank[graph.indices].astype(np.int64)
+    w = graph.weights
+    keep = src != dst                       # self-loops (non-negative) never help
+    src, dst, w = src[keep], dst[keep], w[keep]
+    upward = src < dst
+    at = _arc_index(keys, src[upward], dst[upward], n)
+    np.minimum.at(w_up, at, w[upward])
+    last_up[at] = src[upward]               # an edge's own tail
+    at = _arc_index(keys, dst[~upward], src[~upward], n)
+    np.minimum.at(w_down, at, w[~upward])
+    last_down[at] = src[~upward]
+    # triangles (x, u, v) with x lowest: W[u->v] <= W[u->x] + W[x->v].  An arc's
+    # lower triangles have their x below it in the elimination tree, so taking the
+    # x by height (leaves first) finishes every arc before it is used.
+    counts = np.diff(up_ptr)
+    by_height = np.argsort(height, kind="stable")
+    bounds = np.searchsorted(height[by_height], np.arange(int(height.max(initial=0)) + 2))
+    for h in range(len(bounds) - 1):
+        xs = by_height[bounds[h]:bounds[h + 1]]
+        k = counts[xs]
+        xs, k = xs[k > 1], k[k > 1]
+        if len(xs) == 0:
+            continue
+        # every ordered pair (i, j) of arcs of the same x
+        starts = up_ptr[xs]
+        arc_i = np.repeat(np.repeat(starts, k) + concat_ranges(k), np.repeat(k, k))
+        first_j = np.repeat(starts, k * k)
+        arc_j = first_j + concat_ranges(np.repeat(k, k))
+        pair = arc_i != arc_j
+        arc_i, arc_j = arc_i[pair], arc_j[pair]
+        u, v = up_head[arc_i], up_head[arc_j]
+        cand = w_down[arc_i] + w_up[arc_j]   # W[u->x] + W[x->v]
+        fin = np.isfinite(cand)
+        u, v, cand, via = u[fin], v[fin], cand[fin], last_up[arc_j[fin]]
+        # the path u -> x -> v ends as x -> v does
+        up = u < v
+        _lower(w_up, last_up, _arc_index(keys, u[up], v[up], n), cand[up], via[up])
+        _lower(w_down, last_down, _arc_index(keys, v[~up], u[~up], n), cand[~up],
+               via[~up])
+    return w_up, w_down, last_up, last_down
+
+
+def _lower(weight, last, at, cand, via) -> None:
+    """``weight[at] = min(weight[at], cand)``; where a candidate lowers it, ``last``
+    takes that candidate's ``via`` (any one of equal candidates)."""
+    before = weight[at]
+    np.minimum.at(weight, at, cand)
+    won = (cand < before) & (cand == weight[at])
+    last[at[won]] = via[won]
+
+
+def concat_ranges(k: np.ndarray) -> np.ndarray:
+    """Concatenated ``arange(k_i)`` for each ``k_i``."""
+    total = int(k.sum())
+    if total == 0:
+        return np.zeros(0, dtype=np.int64)
+    starts = np.repeat(np.cumsum(k) - k, k)
+    return np.arange(total, dtype=np.int64) - starts
+
+
+def arcs_limit(graph: Graph) -> int:
+    """Most arcs ``graph``'s hierarchy may have (``mgapsp.phast.fill-limit``)."""
+    return config.get("phast.fill-limit") * (graph.m + graph.n)
+
+
+def build(graph: Graph) -> Hierarchy:
+    """The customized hierarchy of ``graph`` (non-negative weights)."""
+    check_weights(graph)
+    n = graph.n
+    rank, L = _order_and_completion(graph)
+    if L.nnz - n > arcs_limit(graph):
+        raise UnsupportedError(
+            f"graph {graph.name!r} is not road-like: its contraction hierarchy would "
+            f"have {L.nnz - n:,} arcs for {graph.m:,} edges; use bellman-ford or dijkstra")
+    up_ptr, up_head = _lower_arcs(L, n)
+    del L
+    up_ptr, up_head = _close(up_ptr, up_head, n)
+    parent, depth, height = _tree(up_ptr, up_head, n)
+    w_up, w_down, last_up, last_down = _customize(graph, rank, up_ptr, up_head, height, n)
+    order = np.empty(n, dtype=np.int32)
+    order[rank] = np.arange(n, dtype=np.int32)
+    # last vertices as the graph's vertex indices, as predecessors are given
+    last_up = np.where(last_up >= 0, order[np.maximum(last_up, 0)], -1).astype(np.int32)
+    last_down = np.where(last_down >= 0, order[np.maximum(last_down, 0)],
+                         -1).astype(np.int32)
+    return Hierarchy(rank=rank, order=order, up_ptr=up_ptr, up_head=up_head, w_up=w_up,
+                     w_down=w_down, last_up=last_up, last_down=last_down, parent=parent,
+                     depth=depth, fingerprint=graph.fingerprint)
+
+
