@@ -18,6 +18,13 @@ For each graph (found in tests/data, then in each ``--data`` folder), in one run
 - ``networkit``: ``networkit.distance.APSP(...).run()`` on every thread, where
   ``import networkit`` works (the graph built beforehand, not timed).
 
+And PHAST on a road network (``--phast NY``, ``--phast-sources`` 4,096 random
+sources): the contraction hierarchy's build in this process (once, reported apart),
+``apsp(..., algorithm="phast", backend="cpu")`` and ``algorithm="dijkstra"`` over the
+sources (medians after a warm-up), against SciPy's Dijkstra timed on 64 of them and
+scaled by the count (its cost per source does not depend on the others), those 64
+rows checked equal.
+
 Also, once: the seconds a fresh process takes to import Numba and load the kernels
 from Numba's cache (``warm``), and to compile them into an empty cache (``cold``).
 Writes ``cpu-<date>-<cores>cores.md`` and ``.json`` to ``--out`` and prints the table.
@@ -50,7 +57,9 @@ sys.path.insert(0, str(ROOT / "bench"))
 from user_bench import median_wall  # noqa: E402  (a warm-up, then the median)
 
 GRAPHS = {"rome99": "rome99.gr", "Austin": "Austin_net.tntp",
-          "p2p-Gnutella09": "p2p-Gnutella09.txt"}
+          "p2p-Gnutella09": "p2p-Gnutella09.txt", "NY": "NY.pace.gr.gz"}
+#: SciPy's sample of a PHAST row's sources
+SCIPY_SAMPLE = 64
 SCIPY_SCRIPT = textwrap.dedent("""\
     import sys
     import numpy as np
@@ -154,6 +163,45 @@ def bench_graph(name: str, path: Path, args, tmp: Path) -> dict:
     return row
 
 
+def bench_phast(name: str, path: Path, args) -> dict:
+    from mgapsp import hierarchy
+
+    g = mgapsp.read_graph(path)
+    print(f"{name}: n={g.n:,} m={g.m:,}, PHAST from {args.phast_sources:,} sources",
+          flush=True)
+    rng = np.random.default_rng(0)
+    src = rng.choice(g.n, min(args.phast_sources, g.n), replace=False)
+    t = time.perf_counter()
+    hierarchy.for_graph(g)
+    build_s = time.perf_counter() - t
+    labels = g.labels[src]
+    phast_s, got = median_wall(lambda: mgapsp.apsp(g, sources=labels, algorithm="phast",
+                                                   backend="cpu"), args.repeats)
+    dijkstra_s, _ = median_wall(lambda: mgapsp.apsp(g, sources=labels,
+                                                    algorithm="dijkstra", backend="cpu"),
+                                args.repeats)
+    sample = src[:SCIPY_SAMPLE]
+    csr = g.to_scipy()
+    t = time.perf_counter()
+    ref = csgraph.dijkstra(csr, directed=True, indices=sample)
+    scipy_s = (time.perf_counter() - t) * len(src) / len(sample)
+    return {"graph": name, "n": g.n, "m": g.m, "sources": len(src), "build_s": build_s,
+            "phast_s": phast_s, "dijkstra_s": dijkstra_s, "scipy_s": scipy_s,
+            "scipy_sample": len(sample), "dtype": str(got.dtype),
+            "equal_to_scipy": bool(np.array_equal(got[:len(sample)],
+                                                  ref.astype(got.dtype)))}
+
+
+def phast_table(r: dict) -> str:
+    return ("| graph | sources | hierarchy build (s) | phast cpu (s) | dijkstra cpu (s) "
+            "| SciPy, 1 thread (s, scaled) | phast / SciPy | same as SciPy |\n"
+            "|---|---|---|---|---|---|---|---|\n"
+            f"| {r['graph']} | {r['sources']:,} | {r['build_s']:.2f} | {r['phast_s']:.3f} "
+            f"| {r['dijkstra_s']:.3f} | {r['scipy_s']:.1f} "
+            f"| {r['scipy_s'] / r['phast_s']:.1f}x "
+            f"| {'yes' if r['equal_to_scipy'] else 'NO'} ({r['scipy_sample']} rows) |")
+
+
 def table(rows: list[dict]) -> str:
     lines = ["| graph | n | m | SciPy, 1 thread (s) | apsp cpu in process (s) | speed-up "
              "| SciPy script (s) | mgapsp run (s) | run / script (paired) "
@@ -176,7 +224,9 @@ def main(argv=None) -> int:
     ap.add_argument("--out", default=str(ROOT / "bench"))
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--cli-repeats", type=int, default=5)
-    ap.add_argument("--graphs", default=",".join(GRAPHS))
+    ap.add_argument("--graphs", default="rome99,Austin,p2p-Gnutella09")
+    ap.add_argument("--phast", default="NY", help="a road graph for PHAST ('' for none)")
+    ap.add_argument("--phast-sources", type=int, default=4096)
     ap.add_argument("--data", action="append", type=Path,
                     default=[Path("/work/shared/data")])
     args = ap.parse_args(argv)
@@ -191,6 +241,13 @@ def main(argv=None) -> int:
                 missing.append(name)
                 continue
             rows.append(bench_graph(name, path, args, Path(tmp)))
+        phast = None
+        if args.phast:
+            path = find(args.phast, args.data)
+            if path is None:
+                missing.append(args.phast)
+            else:
+                phast = bench_phast(args.phast, path, args)
     busy.append(os.getloadavg()[0])
     import numba
     nk = next((r["networkit"] for r in rows if r["networkit"]), None)
@@ -203,7 +260,8 @@ def main(argv=None) -> int:
             "missing_graphs": missing, "load_average_start_end": busy}
     text = (f"# CPU backend, all pairs, {n_cores} cores ({meta['date']})\n\n"
             f"{table(rows)}\n\n"
-            f"Seconds: medians; SciPy and apsp of {args.repeats} runs after a warm-up, "
+            + (f"{phast_table(phast)}\n\n" if phast else "")
+            + f"Seconds: medians; SciPy and apsp of {args.repeats} runs after a warm-up, "
             f"the script and `mgapsp run` start to exit, {args.cli_repeats} pairs run in "
             f"turn after a warm-up pair (the ratio: median of the pairs' ratios). "
             f"Kernels ready in a fresh process: {load['warm_s']:.2f} s from Numba's "
@@ -220,11 +278,13 @@ def main(argv=None) -> int:
     out.mkdir(parents=True, exist_ok=True)
     stem = out / f"cpu-{meta['date']}-{n_cores}cores"
     stem.with_suffix(".md").write_text(text)
-    stem.with_suffix(".json").write_text(json.dumps({"meta": meta, "rows": rows},
+    stem.with_suffix(".json").write_text(json.dumps({"meta": meta, "rows": rows,
+                                                     "phast": phast},
                                                     indent=1) + "\n")
     print(text)
     print(f"wrote {stem}.md and .json")
-    return 0 if all(r["equal_to_scipy"] for r in rows) else 1
+    return 0 if all(r["equal_to_scipy"] for r in rows + [phast or {"equal_to_scipy": True}]) \
+        else 1
 
 
 def _threading_layer() -> str:

@@ -3,7 +3,8 @@
 Dijkstra must give SciPy's distances bit for bit (the same left-to-right sums), on
 integer and fractional weights, zero-weight edges, self-loops, unreachable vertices,
 source subsets and target columns, in float64 and float32; Johnson the backend's
-SciPy path bit for bit (the same potentials); Bellman-Ford SciPy's.  ``kernels``
+SciPy path bit for bit (the same potentials); Bellman-Ford SciPy's; PHAST the NumPy
+sweep's (the same sums over the same hierarchy), and so SciPy's on integer weights.  ``kernels``
 forces the kernels on graphs small enough for a fast test (below the job size where
 the backend would keep SciPy), in both forms: ``parallel`` (an answer in this process)
 and ``serial`` (a pipeline batch on its worker thread).
@@ -18,13 +19,13 @@ import pytest
 from scipy.sparse import csgraph
 
 import mgapsp
-from mgapsp import cpu_sssp
-from mgapsp.backends import cpu
+from mgapsp import cpu_sssp, hierarchy
+from mgapsp.backends import cpu, cpu_sweep
 from mgapsp.backends.cpu import CPUBackend, kernels_pay
 from mgapsp.errors import NegativeCycleError, UnsupportedError
 from mgapsp.graph import Graph
 
-from helpers import assert_predecessors, random_graph, reweighted
+from helpers import assert_predecessors, planar_graph, random_graph, reweighted
 
 DATA = Path(__file__).parent / "data"
 
@@ -103,6 +104,19 @@ def test_real_graphs(kernels, name):
 
 
 @pytest.mark.parametrize("form", FORMS)
+def test_searches_that_outgrow_the_heap(kernels, form):
+    """Every earlier vertex improves every later one (about n^2 / 2 heap entries, far
+    beyond the room a search starts with); the path 0, 1, 2, ... wins in the end."""
+    n, K = 120, 1000.0
+    i, j = np.triu_indices(n, 2)
+    g = Graph.from_edges(np.r_[i, np.arange(n - 1)], np.r_[j, np.arange(1, n)],
+                         np.r_[K - 2 * i, np.ones(n - 1)], n=n)
+    got, _ = rows(g, [0, 1, 5], form=form)
+    np.testing.assert_array_equal(got[0], np.arange(n))
+    np.testing.assert_array_equal(got, scipy_rows(g, [0, 1, 5]))
+
+
+@pytest.mark.parametrize("form", FORMS)
 def test_targets_are_columns(kernels, form):
     rng = np.random.default_rng(3)
     g = random_graph(rng, 200, 900)
@@ -158,6 +172,36 @@ def test_negative_cycle_raises_with_the_cycle(kernels, form):
     assert sorted(info.value.cycle) == [0, 1, 2] and info.value.weight == -1.0
 
 
+@pytest.mark.parametrize("form", FORMS)
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("weights", ["integer", "fractional"])
+def test_phast_is_the_numpy_sweep_bit_for_bit(kernels, form, dtype, weights):
+    """More sources than one core's group (cpu_sssp.PHAST_WIDTH) and a last group cut
+    short; two components (unreachable vertices); targets as columns."""
+    rng = np.random.default_rng(21)
+    g = planar_graph(rng, 700, integer=weights == "integer", components=2)
+    h = hierarchy.for_graph(g)
+    src = rng.choice(g.n, 2 * cpu_sssp.PHAST_WIDTH + 5, replace=False)
+    got, _ = rows(g, src, algorithm="phast", dtype=dtype, form=form)
+    want = cpu_sweep.distances(h, src, dtype=dtype)
+    assert got.dtype == dtype and np.isinf(want).any()
+    np.testing.assert_array_equal(got, want)
+    if weights == "integer":
+        np.testing.assert_array_equal(got, scipy_rows(g, src).astype(dtype))
+    tgt = np.array([3, 0, g.n - 1, 3])
+    cols, _ = rows(g, src, algorithm="phast", dtype=dtype, form=form, targets=tgt)
+    np.testing.assert_array_equal(cols, want[:, tgt])
+
+
+def test_phast_predecessors_come_from_the_numpy_sweep(kernels):
+    g = mgapsp.read_graph(DATA / "rome99.gr")
+    src = np.arange(0, g.n, 97)
+    assert not cpu.on_kernels(g, "phast", len(src), predecessors=True)
+    dist, pred = rows(g, src, algorithm="phast", predecessors=True)
+    np.testing.assert_array_equal(dist, scipy_rows(g, src))
+    assert_predecessors(g, src, dist, pred)
+
+
 def test_dijkstra_refuses_negative_weights(kernels):
     g = Graph.from_edges([0], [1], [-1.0], n=2)
     with pytest.raises(UnsupportedError, match="non-negative"):
@@ -192,7 +236,29 @@ def test_scipy_where_numba_is_missing(monkeypatch):
     np.testing.assert_array_equal(res.distances, scipy_rows(g, src))
 
 
-def test_warm_up_loads_every_kernel():
+def test_warm_up_loads_what_it_is_asked_for():
+    from mgapsp.cpu_sssp.kernels import ENTRY_POINTS
+
+    def dtypes(name):       # of the output: the one 2-D float argument
+        return {str(t.dtype) for sig in ENTRY_POINTS[name].signatures for t in sig
+                if getattr(t, "ndim", 0) == 2 and str(t.dtype).startswith("float")}
+
+    cpu_sssp.warm_up([("spfa", np.float32, False)])
+    assert "float32" in dtypes("spfa_ser")
+    assert cpu_sssp.warm_up([("spfa", np.float32, False)]) < 0.05    # ready: nothing to do
     cpu_sssp.warm_up()
+    for name in ENTRY_POINTS:
+        assert dtypes(name) >= {"float32", "float64"}, name
     assert cpu_sssp.loading() and cpu_sssp.compile_seconds() is not None
     assert cpu_sssp.threads() >= 1
+
+
+def test_a_job_loads_only_its_kernel(monkeypatch):
+    """A CPU job starts loading the kernel its batches run, and none other (another
+    one compiling meanwhile would hold the interpreter lock the job needs)."""
+    asked = []
+    monkeypatch.setattr(cpu_sssp, "load_async", lambda *a, **k: asked.append((a, k)))
+    CPUBackend().prepare("johnson", "float32", steps=2**40)
+    CPUBackend().prepare("floyd-warshall", "float64", steps=2**40)
+    CPUBackend().prepare("dijkstra", "float64", steps=10)         # SciPy's job
+    assert asked == [(("johnson", "float32"), {})] or not cpu.multicore()

@@ -26,11 +26,11 @@ from .. import algorithms as registry
 from .base import SLAB_ALIGN, Backend, BatchResult
 
 __all__ = ["CPUBackend", "bellman_ford_potentials", "find_negative_cycle", "kernels_pay",
-           "multicore"]
+           "multicore", "on_kernels"]
 
 _SCIPY_NO_PRED = -9999
 #: the algorithms the Numba kernels run
-KERNEL_ALGORITHMS = ("dijkstra", "johnson", "bellman-ford")
+KERNEL_ALGORITHMS = ("dijkstra", "johnson", "bellman-ford", "phast")
 #: (source, vertex or edge) steps below which SciPy answers while the kernels are not
 #: loaded in this process yet.  Importing Numba and loading its cached kernels took
 #: 0.36 s (idle) to 0.62 s (busy) on the 2-core host of bench/cpu-2026-11-25-2cores.md,
@@ -65,7 +65,7 @@ class CPUBackend(Backend):
         if entry is not None:
             return entry(self, graph, sources, dtype=dtype, predecessors=predecessors,
                          potentials=potentials, targets=targets)
-        if algorithm in KERNEL_ALGORITHMS and kernels_pay(graph, len(sources)):
+        if on_kernels(graph, algorithm, len(sources), predecessors):
             # a batch of a job: this thread's core (the worker's other threads run
             # other batches)
             dist = np.empty((len(sources), graph.n if targets is None else len(targets)),
@@ -115,18 +115,18 @@ class CPUBackend(Backend):
             pred[pred == _SCIPY_NO_PRED] = -1
         return BatchResult(dist.astype(dtype, copy=False), pred, {"sources": len(sources)})
 
-    def prepare(self, algorithm: str, steps: int) -> None:
-        # the kernels load on a thread of their own while the job makes its store, so
-        # that its batches (each too small to pay for loading them) find them ready
+    def prepare(self, algorithm: str, dtype: str, steps: int) -> None:
+        # the batches' kernel loads on a thread of its own while the job makes its
+        # store, so that its batches (each too small to pay for loading it) find it
         if algorithm in KERNEL_ALGORITHMS and multicore() and steps >= COLD_STEPS:
-            cpu_sssp.load_async()
+            cpu_sssp.load_async(algorithm, dtype)
 
     def fill_rows(self, graph, sources, dist, pred=None, *, batch_size, algorithm,
                   potentials=None, columns=None, on_rows=None) -> None:
         """As :meth:`Backend.fill_rows`; Dijkstra, Johnson and Bellman-Ford on every
         core (the kernels write straight into ``dist`` and ``pred``), in pieces of at
         least a few sources per core, so that progress is told as rows finish."""
-        if not (algorithm in KERNEL_ALGORITHMS and kernels_pay(graph, len(sources))
+        if not (on_kernels(graph, algorithm, len(sources), pred is not None)
                 and dist.flags.c_contiguous):
             super().fill_rows(graph, sources, dist, pred, batch_size=batch_size,
                               algorithm=algorithm, potentials=potentials,
@@ -157,6 +157,9 @@ class CPUBackend(Backend):
             g = self._johnson(graph, potentials)
             cpu_sssp.dijkstra_rows(g.indptr, g.indices, g.weights, sources, dist, pred,
                                    targets=columns, shift=potentials, parallel=parallel)
+        elif algorithm == "phast":
+            cpu_sssp.phast_rows(hierarchy.for_graph(graph), sources, dist,
+                                targets=columns, parallel=parallel)
         elif cpu_sssp.bellman_ford_rows(graph.indptr, graph.indices, graph.weights,
                                         sources, dist, pred, targets=columns,
                                         parallel=parallel):
@@ -227,6 +230,13 @@ def multicore() -> bool:
     """Whether this process's CPU backend computes on every core (Numba installed):
     then one worker process with a thread per core does a job's batches best."""
     return importlib.util.find_spec("numba") is not None
+
+
+def on_kernels(graph: Graph, algorithm: str, rows: int, predecessors: bool) -> bool:
+    """Whether the Numba kernels answer these rows (PHAST's predecessors come from the
+    NumPy sweep)."""
+    return (algorithm in KERNEL_ALGORITHMS and not (predecessors and algorithm == "phast")
+            and kernels_pay(graph, rows))
 
 
 def kernels_pay(graph: Graph, rows: int) -> bool:

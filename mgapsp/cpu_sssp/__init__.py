@@ -7,7 +7,9 @@ each source as an independent single-source search on the CSR, and release the l
 - :func:`dijkstra_rows`: Dijkstra with an indexed binary heap (decrease-key), per
   source; with ``shift`` the Johnson correction ``(d - h[s]) + h[t]`` in float64;
 - :func:`bellman_ford_rows`: Bellman-Ford with a FIFO queue (SPFA), per source; it
-  reports a negative cycle that a source reaches, and the caller extracts it.
+  reports a negative cycle that a source reaches, and the caller extracts it;
+- :func:`phast_rows`: PHAST's sweep of a contraction hierarchy
+  (:mod:`mgapsp.hierarchy`) for a few sources at a time, each group on one core.
 
 Both add each candidate as ``d[u] + w(u, v)`` in float64 and keep the smaller: the
 distances are the least left-to-right sums along paths that SciPy's kernels compute,
@@ -30,8 +32,12 @@ import time
 
 import numpy as np
 
-__all__ = ["bellman_ford_rows", "compile_seconds", "dijkstra_rows", "load_async",
-           "loading", "threads", "warm_up"]
+__all__ = ["KERNEL_OF", "bellman_ford_rows", "compile_seconds", "dijkstra_rows",
+           "load_async", "loading", "phast_rows", "threads", "warm_up"]
+
+#: sources one core sweeps together in :func:`phast_rows`: each arc then reads one
+#: row of this many distances (64 bytes in float64: one cache line) rather than one per source
+PHAST_WIDTH = 8
 
 _KERNELS: dict[str, object] = {}
 _LOCK = threading.Lock()
@@ -40,38 +46,56 @@ _COMPILE_S: list[float] = []
 _WARMING = threading.Event()      # set once a warm-up started (or the kernels ran)
 
 
-def warm_up() -> float:
-    """Import Numba and compile every kernel, for each output dtype, in this process
-    (from Numba's on-disk cache where it has them: 0.2-0.4 s; compiling: seconds);
-    returns the seconds it took (0 after the first time)."""
+#: the kernels, by the algorithm they run
+KERNEL_OF = {"dijkstra": "dijkstra", "johnson": "dijkstra", "bellman-ford": "spfa",
+             "phast": "phast"}
+_READY: set[tuple] = set()        # (kernel, dtype, parallel) loaded in this process
+
+
+def warm_up(kernels=None) -> float:
+    """Import Numba and make ``kernels`` ready in this process: (kernel, dtype,
+    parallel) triples (kernel ``"dijkstra"``, ``"spfa"`` or ``"phast"``), by default
+    every one of them.  Each loads from Numba's on-disk cache where it is there (tens
+    of milliseconds), else compiles (about a second) and fills the cache.  Returns
+    the seconds it took."""
     _WARMING.set()
-    if _COMPILE_S:
-        return 0.0
+    if kernels is None:
+        kernels = [(k, d, p) for k in ("dijkstra", "spfa", "phast")
+                   for d in (np.float32, np.float64) for p in (True, False)]
     with _LOCK:
-        if _COMPILE_S:
-            return 0.0
         t = time.perf_counter()
         _kernels()
-        one = np.zeros(2, dtype=np.int64)   # one vertex, no edge
-        for dtype in (np.float32, np.float64):
-            out = np.empty((1, 1), dtype=dtype)
-            pred = np.empty((1, 1), dtype=np.int32)
-            for parallel in (True, False):
-                dijkstra_rows(one, one[:0], one[:0], one[:1], out, pred, parallel=parallel)
-                bellman_ford_rows(one, one[:0], one[:0], one[:1], out, pred,
-                                  parallel=parallel)
-        _COMPILE_S.append(time.perf_counter() - t)
-        return _COMPILE_S[0]
+        for kernel, dtype, parallel in kernels:
+            key = (kernel, np.dtype(dtype).name, bool(parallel))
+            if key not in _READY:
+                _launch(kernel, parallel, _tiny_arguments(kernel, np.dtype(dtype)))
+                _READY.add(key)
+        seconds = time.perf_counter() - t
+        _COMPILE_S.append(seconds)
+        return seconds
 
 
-def load_async() -> None:
-    """Start :func:`warm_up` on a thread of its own (once per process), so that a job
-    loads the kernels while it starts its cluster and store, not before its first
-    batch."""
-    if _WARMING.is_set():
-        return
+def _tiny_arguments(kernel: str, dtype: np.dtype) -> tuple:
+    """A kernel's arguments for a graph of one vertex and no edge."""
+    one = np.zeros(2, dtype=np.int64)
+    out = np.empty((1, 1), dtype=dtype)
+    if kernel == "phast":
+        return _phast_arguments(one[:2], one[:0].astype(np.int32), one[:0].astype(dtype),
+                                one[:0].astype(dtype), np.full(1, -1, np.int32), one[:1],
+                                one[:1], out)
+    return _arguments(one, one[:0], one[:0], one[:1], out, np.empty((1, 1), np.int32),
+                      None, None)
+
+
+def load_async(algorithm: str, dtype, parallel: bool = False) -> None:
+    """Start making the kernel of ``algorithm`` ready on a thread of its own, so that
+    a job loads it while it starts its cluster and store, not in its first batch.
+    Only that kernel: one compiling or loading meanwhile would hold the interpreter
+    lock that the job's own threads need."""
     _WARMING.set()
-    threading.Thread(target=warm_up, name="mgapsp-numba-warm-up", daemon=True).start()
+    job = [(KERNEL_OF[algorithm], np.dtype(dtype), parallel)]
+    threading.Thread(target=warm_up, args=(job,), name="mgapsp-numba-warm-up",
+                     daemon=True).start()
 
 
 def loading() -> bool:
@@ -87,8 +111,8 @@ def threads() -> int:
 
 
 def compile_seconds() -> float | None:
-    """Seconds :func:`warm_up` took in this process (None: none ran)."""
-    return _COMPILE_S[0] if _COMPILE_S else None
+    """Seconds :func:`warm_up` took in this process, all calls (None: none ran)."""
+    return sum(_COMPILE_S) if _COMPILE_S else None
 
 
 def dijkstra_rows(indptr, indices, weights, sources, out, pred=None, *, targets=None,
@@ -112,12 +136,38 @@ def bellman_ford_rows(indptr, indices, weights, sources, out, pred=None, *,
     return bool(_launch("spfa", parallel, args))
 
 
+def phast_rows(h, sources, out, *, targets=None, parallel: bool = True) -> None:
+    """PHAST from each of ``sources`` (vertex indices) over the hierarchy ``h``, into
+    ``out`` (float32 or float64, ``(len(sources), n)``, or ``(len(sources),
+    len(targets))``); sums in ``out``'s dtype, as :mod:`mgapsp.backends.cpu_sweep`
+    makes them, so both give the same bits."""
+    dtype = out.dtype
+    if out.dtype not in (np.float32, np.float64) or not out.flags.c_contiguous:
+        raise ValueError(f"out must be C-contiguous float32 or float64, got {out.dtype}")
+    out_rank = h.rank if targets is None else h.rank[np.asarray(targets, dtype=np.int64)]
+    if out.shape != (len(sources), len(out_rank)):
+        raise ValueError(f"out has shape {out.shape}, expected "
+                         f"{(len(sources), len(out_rank))}")
+    start = h.rank[np.asarray(sources, dtype=np.int64)]
+    _launch("phast", parallel, _phast_arguments(
+        h.up_ptr, h.up_head, h.w_up.astype(dtype, copy=False),
+        h.w_down.astype(dtype, copy=False), h.parent, start, out_rank, out))
+
+
+def _phast_arguments(up_ptr, up_head, w_up, w_down, parent, start, out_rank, out):
+    return (np.ascontiguousarray(up_ptr, dtype=np.int64),
+            np.ascontiguousarray(up_head, dtype=np.int32), np.ascontiguousarray(w_up),
+            np.ascontiguousarray(w_down), np.ascontiguousarray(parent, dtype=np.int32),
+            np.ascontiguousarray(start, dtype=np.int64),
+            np.ascontiguousarray(out_rank, dtype=np.int64), out, PHAST_WIDTH)
+
+
 def _launch(kernel: str, parallel: bool, args):
-    """Run a kernel's parallel or serial form.  The parallel one hands sources to the
-    threads one at a time as each frees (Numba's chunk size 1): a source's search
-    costs thousands of times a hand-out, and an even split in advance leaves every
-    core waiting for the slowest one (one a busy host shares, or one whose sources
-    reach more of the graph)."""
+    """Run a kernel's parallel or serial form.  The parallel one hands blocks of
+    sources to the threads one at a time as each frees (Numba's chunk size 1): a
+    block's searches cost thousands of times a hand-out, and an even split in advance
+    leaves every core waiting for the slowest one (one a busy host shares, or one
+    whose sources reach more of the graph)."""
     k = _kernels()
     if not parallel:
         return k[kernel + "_ser"](*args)
@@ -149,7 +199,14 @@ def _arguments(indptr, indices, weights, sources, out, pred, targets, shift):
             else np.ascontiguousarray(targets, dtype=np.int64),
             np.empty(0, np.float64) if shift is None
             else np.ascontiguousarray(shift, dtype=np.float64),
-            out, pred)
+            out, pred, _block(len(sources)))
+
+
+def _block(sources: int) -> int:
+    """Sources a thread takes at a time from a parallel kernel: up to 8 (its work
+    arrays are made once per block), and at least 4 blocks per thread, so that the
+    blocks' hand-out still evens the cores' loads."""
+    return max(1, min(8, sources // (4 * threads())))
 
 
 def _kernels() -> dict:

@@ -28,38 +28,44 @@ def _jit(**options):
 
 
 @_jit(nogil=True)
-def sift_up(heap, pos, dist, i):
-    v = heap[i]
-    dv = dist[v]
-    while i > 0:
-        parent = (i - 1) >> 1
-        p = heap[parent]
-        if dist[p] <= dv:
+def heap_pop(keys, items, size):
+    """Remove the least key of the 4-ary heap ``keys[:size]`` (``items`` beside it);
+    the caller has read it from position 0 and passes the size after removal."""
+    k = keys[size]
+    v = items[size]
+    i = 0
+    while True:
+        c = 4 * i + 1
+        if c >= size:
             break
-        heap[i] = p
-        pos[p] = i
-        i = parent
-    heap[i] = v
-    pos[v] = i
+        best = c
+        bk = keys[c]
+        for j in range(c + 1, min(c + 4, size)):
+            if keys[j] < bk:
+                bk = keys[j]
+                best = j
+        if bk >= k:
+            break
+        keys[i] = bk
+        items[i] = items[best]
+        i = best
+    keys[i] = k
+    items[i] = v
 
 
 @_jit(nogil=True)
-def sift_down(heap, pos, dist, size, i):
-    v = heap[i]
-    dv = dist[v]
-    while True:
-        c = 2 * i + 1
-        if c >= size:
+def heap_push(keys, items, size, k, v):
+    """Add ``(k, v)`` to the 4-ary heap ``keys[:size]``."""
+    i = size
+    while i > 0:
+        p = (i - 1) >> 2
+        if keys[p] <= k:
             break
-        if c + 1 < size and dist[heap[c + 1]] < dist[heap[c]]:
-            c += 1
-        if dist[heap[c]] >= dv:
-            break
-        heap[i] = heap[c]
-        pos[heap[c]] = i
-        i = c
-    heap[i] = v
-    pos[v] = i
+        keys[i] = keys[p]
+        items[i] = items[p]
+        i = p
+    keys[i] = k
+    items[i] = v
 
 
 @_jit(nogil=True)
@@ -72,34 +78,36 @@ def start(dist, pred, mark, unmarked, s):
 
 
 @_jit(nogil=True)
-def dijkstra_one(indptr, indices, weights, s, dist, pred, heap, pos):
-    # pos: -1 never reached, -2 settled, else the vertex's place in the heap
-    start(dist, pred, pos, -1, s)
-    heap[0] = s
-    pos[s] = 0
+def dijkstra_one(indptr, indices, weights, s, dist, pred, keys, items):
+    # A 4-ary heap of (distance, vertex) entries, pushed at each improvement and
+    # skipped when popped stale (no decrease-key): the keys sit in the heap itself, so
+    # sifting reads no other array.  Each edge pushes at most once (its tail is
+    # settled once).  Returns False, unfinished, where the heap's arrays are full.
+    dist[:] = inf
+    pred[:] = -1
+    dist[s] = 0.0
+    keys[0] = 0.0
+    items[0] = s
     size = 1
     while size > 0:
-        u = heap[0]
-        pos[u] = -2
+        du = keys[0]
+        u = items[0]
         size -= 1
         if size > 0:
-            heap[0] = heap[size]
-            sift_down(heap, pos, dist, size, 0)
-        du = dist[u]
+            heap_pop(keys, items, size)
+        if du > dist[u]:
+            continue        # a stale entry: u was settled nearer
         for e in range(indptr[u], indptr[u + 1]):
             v = indices[e]
-            if pos[v] == -2:
-                continue
             nd = du + weights[e]
             if nd < dist[v]:
                 dist[v] = nd
                 pred[v] = u
-                if pos[v] == -1:
-                    heap[size] = v
-                    size += 1
-                    sift_up(heap, pos, dist, size - 1)
-                else:
-                    sift_up(heap, pos, dist, pos[v])
+                if size == len(keys):
+                    return False        # out of room: the caller grows the heap
+                heap_push(keys, items, size, nd, v)
+                size += 1
+    return True
 
 
 @_jit(nogil=True)
@@ -158,61 +166,129 @@ def emit(dist, row, targets, shift, hs):
 
 
 @_jit(nogil=True)
-def dijkstra_source(indptr, indices, weights, sources, targets, shift, out, pred, i):
+def dijkstra_block(indptr, indices, weights, sources, targets, shift, out, pred, lo, hi):
+    """Sources ``lo:hi`` of a batch, one after another on this thread, sharing its
+    work arrays (allocated once per block, not per source)."""
     n = len(indptr) - 1
     dist = np.empty(n, np.float64)
-    heap = np.empty(n, np.int32)
-    pos = np.empty(n, np.int32)
-    p = pred[i] if pred.shape[0] else np.empty(n, np.int32)
-    s = sources[i]
-    dijkstra_one(indptr, indices, weights, s, dist, p, heap, pos)
-    emit(dist, out[i], targets, shift, shift[s] if len(shift) else 0.0)
+    scratch = np.empty(0 if pred.shape[0] else n, np.int32)
+    # room for every push (more than m) would be many times n on dense graphs, and
+    # searches seldom push more than 2n: a search that runs out starts again in twice
+    # the room
+    room = min(len(indices), 2 * n) + 1
+    keys = np.empty(room, np.float64)
+    items = np.empty(room, np.int32)
+    for i in range(lo, hi):
+        s = sources[i]
+        p = pred[i] if pred.shape[0] else scratch
+        while not dijkstra_one(indptr, indices, weights, s, dist, p, keys, items):
+            room *= 2
+            keys = np.empty(room, np.float64)
+            items = np.empty(room, np.int32)
+        emit(dist, out[i], targets, shift, shift[s] if len(shift) else 0.0)
 
 
 @_jit(nogil=True)
-def spfa_source(indptr, indices, weights, sources, targets, out, pred, i):
+def spfa_block(indptr, indices, weights, sources, targets, out, pred, lo, hi):
+    """As :func:`dijkstra_block`; True at the first source that reaches a negative
+    cycle."""
     n = len(indptr) - 1
     dist = np.empty(n, np.float64)
+    scratch = np.empty(0 if pred.shape[0] else n, np.int32)
     queue = np.empty(n, np.int64)
     count = np.empty(n, np.int64)
-    p = pred[i] if pred.shape[0] else np.empty(n, np.int32)
-    if spfa_one(indptr, indices, weights, sources[i], dist, p, queue, count):
-        return True
-    emit(dist, out[i], targets, dist[:0], 0.0)
+    for i in range(lo, hi):
+        if spfa_one(indptr, indices, weights, sources[i], dist,
+                    pred[i] if pred.shape[0] else scratch, queue, count):
+            return True
+        emit(dist, out[i], targets, dist[:0], 0.0)
     return False
 
 
-# Two drivers each: prange over the batch's sources, or a plain loop for a caller
-# whose own threads share the cores.  Separate functions, so that Numba's cache
-# keeps one entry per form.
+# Two drivers each: prange over blocks of ``width`` sources, or a plain loop for a
+# caller whose own threads share the cores.  Separate functions, so that Numba's
+# cache keeps one entry per form.
 @_jit(nogil=True, parallel=True)
-def dijkstra_par(indptr, indices, weights, sources, targets, shift, out, pred):
-    for i in numba.prange(len(sources)):
-        dijkstra_source(indptr, indices, weights, sources, targets, shift, out, pred, i)
+def dijkstra_par(indptr, indices, weights, sources, targets, shift, out, pred, width):
+    blocks = (len(sources) + width - 1) // width
+    for b in numba.prange(blocks):
+        dijkstra_block(indptr, indices, weights, sources, targets, shift, out, pred,
+                       b * width, min((b + 1) * width, len(sources)))
 
 
 @_jit(nogil=True)
-def dijkstra_ser(indptr, indices, weights, sources, targets, shift, out, pred):
-    for i in range(len(sources)):
-        dijkstra_source(indptr, indices, weights, sources, targets, shift, out, pred, i)
+def dijkstra_ser(indptr, indices, weights, sources, targets, shift, out, pred, width):
+    dijkstra_block(indptr, indices, weights, sources, targets, shift, out, pred,
+                   0, len(sources))
 
 
 @_jit(nogil=True, parallel=True)
-def spfa_par(indptr, indices, weights, sources, targets, shift, out, pred):
+def spfa_par(indptr, indices, weights, sources, targets, shift, out, pred, width):
+    blocks = (len(sources) + width - 1) // width
     cycles = 0
-    for i in numba.prange(len(sources)):
-        cycles += spfa_source(indptr, indices, weights, sources, targets, out, pred, i)
+    for b in numba.prange(blocks):
+        cycles += spfa_block(indptr, indices, weights, sources, targets, out, pred,
+                             b * width, min((b + 1) * width, len(sources)))
     return cycles > 0
 
 
 @_jit(nogil=True)
-def spfa_ser(indptr, indices, weights, sources, targets, shift, out, pred):
-    for i in range(len(sources)):
-        if spfa_source(indptr, indices, weights, sources, targets, out, pred, i):
-            return True
-    return False
+def spfa_ser(indptr, indices, weights, sources, targets, shift, out, pred, width):
+    return spfa_block(indptr, indices, weights, sources, targets, out, pred,
+                      0, len(sources))
 
+
+@_jit(nogil=True)
+def phast_block(up_ptr, up_head, w_up, w_down, parent, start_rank, out_rank, out, lo, hi):
+    """PHAST for sources ``lo:hi`` of a batch: their columns of the rank-major
+    distance table live in ``D`` (a row per rank, ``hi - lo`` columns side by side,
+    so that each arc's relaxation reads and writes one short contiguous row)."""
+    n = len(up_ptr) - 1
+    width = hi - lo
+    D = np.full((n, width), inf, dtype=w_up.dtype)
+    for j in range(width):
+        # up: the source's path to its elimination tree's root holds every vertex
+        # its upward search reaches, in increasing rank
+        x = start_rank[lo + j]
+        D[x, j] = 0
+        while x >= 0:
+            dx = D[x, j]
+            if dx < inf:
+                for a in range(up_ptr[x], up_ptr[x + 1]):
+                    c = dx + w_up[a]
+                    if c < D[up_head[a], j]:
+                        D[up_head[a], j] = c
+            x = parent[x]
+    # down: every rank after all those above it, pulling along its arcs from them
+    for x in range(n - 1, -1, -1):
+        for a in range(up_ptr[x], up_ptr[x + 1]):
+            h = up_head[a]
+            w = w_down[a]
+            for j in range(width):
+                c = D[h, j] + w
+                if c < D[x, j]:
+                    D[x, j] = c
+    for j in range(width):
+        row = out[lo + j]
+        for t in range(len(out_rank)):
+            row[t] = D[out_rank[t], j]
+
+
+@_jit(nogil=True, parallel=True)
+def phast_par(up_ptr, up_head, w_up, w_down, parent, start_rank, out_rank, out, width):
+    blocks = (len(start_rank) + width - 1) // width
+    for b in numba.prange(blocks):
+        phast_block(up_ptr, up_head, w_up, w_down, parent, start_rank, out_rank, out,
+                    b * width, min((b + 1) * width, len(start_rank)))
+
+
+@_jit(nogil=True)
+def phast_ser(up_ptr, up_head, w_up, w_down, parent, start_rank, out_rank, out, width):
+    for lo in range(0, len(start_rank), width):
+        phast_block(up_ptr, up_head, w_up, w_down, parent, start_rank, out_rank, out,
+                    lo, min(lo + width, len(start_rank)))
 
 
 ENTRY_POINTS = {"dijkstra_par": dijkstra_par, "dijkstra_ser": dijkstra_ser,
-        "spfa_par": spfa_par, "spfa_ser": spfa_ser}
+                "spfa_par": spfa_par, "spfa_ser": spfa_ser,
+                "phast_par": phast_par, "phast_ser": phast_ser}
