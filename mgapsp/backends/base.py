@@ -67,7 +67,7 @@ class Backend(ABC):
             return result.distances
         return self.select_columns(result.distances, targets)
 
-    def prepare(self, algorithm: str, steps: int) -> None:
+    def prepare(self, algorithm: str, dtype: str, steps: int) -> None:
         """Called on every worker as a job starts, before its store is made: a backend
         may start loading what its batches will need (``steps``: the job's sources
         times the graph's vertices and edges).  Returns at once."""

@@ -193,8 +193,10 @@ def _interrupt_held():
         signal.signal(signal.SIGINT, previous)
 
 
-#: seconds into the embedded cluster's life when its dashboard pages are made
-DASHBOARD_DELAY = 1.0
+#: seconds into the embedded cluster's life when its dashboard pages are made: making
+#: them held the interpreter's lock for 0.5-0.6 s of a 1.1 s CPU job on 16 cores
+#: (Austin, all pairs), whose threads need it between batches
+DASHBOARD_DELAY = 3.0
 
 
 @contextlib.contextmanager
@@ -205,7 +207,7 @@ def _dashboard_pages_later(cluster, dashboard: bool):
 
     Making the pages imports Bokeh, which takes a second or more of one core: as long
     as a small job.  A job over sooner never pays for it; a longer one gets its
-    dashboard a second late.  Should the pages fail, the job goes on without them.
+    dashboard a few seconds late.  Should the pages fail, the job goes on without them.
     """
     if not dashboard:
         yield

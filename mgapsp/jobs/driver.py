@@ -196,7 +196,7 @@ class _Job:
         graph and makes its store."""
         plan, graph = self.plan, self.req.graph
         if plan.backend in ("cpu", "gpu"):
-            self.client.run(prepare_backend, plan.backend, plan.algorithm,
+            self.client.run(prepare_backend, plan.backend, plan.algorithm, plan.dtype,
                             plan.n_sources * (graph.n + graph.m))
 
     def check_existing(self) -> None:

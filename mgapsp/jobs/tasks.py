@@ -253,10 +253,10 @@ def compute_potentials(graph: Graph, backend: str) -> np.ndarray:
     return get_backend(backend).potentials(graph)
 
 
-def prepare_backend(backend: str, algorithm: str, steps: int) -> None:
+def prepare_backend(backend: str, algorithm: str, dtype: str, steps: int) -> None:
     """Worker task (``client.run``): let the job's backend start loading what its
     batches need (:meth:`mgapsp.backends.Backend.prepare`)."""
-    get_backend(backend).prepare(algorithm, steps)
+    get_backend(backend).prepare(algorithm, dtype, steps)
 
 
 def probe_worker(backend: str) -> dict:
