@@ -30,8 +30,33 @@ def test_one_process_only_where_one_worker_is_all_there_is(monkeypatch):
     monkeypatch.setattr(mgapsp.devices, "gpu_count", lambda: 2)
     assert not one_process("gpu")
     assert one_process("cpu", small=True)
-    assert not one_process("cpu", small=False)        # SciPy holds the GIL: processes
     assert not one_process("cpu", small=True, n_workers=3)
+    # the CPU kernels release the GIL: one process, a thread per core
+    monkeypatch.setattr(embedded, "multicore", lambda: True)
+    assert one_process("cpu", small=False)
+    monkeypatch.setattr(embedded, "multicore", lambda: False)
+    assert not one_process("cpu", small=False)        # SciPy holds the GIL: processes
+
+
+@pytest.mark.slow
+def test_a_cpu_job_runs_on_a_thread_per_core_in_this_process(data_dir, tmp_path,
+                                                              monkeypatch):
+    """The in-process CPU worker has a thread per core, and as many write threads;
+    its batches run on the kernels (loaded as the job starts), SciPy's answer."""
+    import mgapsp.store.writer as writer
+    from mgapsp import cpu_sssp
+
+    monkeypatch.setattr(embedded, "cpu_threads", lambda: 3)
+    monkeypatch.setattr(writer, "_POOLS", {})
+    g = mgapsp.read_graph(data_dir / "rome99.gr")
+    with connect(backend="cpu", processes=False, dashboard=False) as client:
+        assert list(client.nthreads().values()) == [3]
+        assert writer.write_threads(gpu=False) == 3
+        report = run_job(g, tmp_path / "r.zarr", client, backend="cpu", dtype="float64")
+    assert writer.write_threads(gpu=False) == 1       # the setting ends with the cluster
+    assert report.plan.n_batches >= 3 and cpu_sssp.loading()
+    got = mgapsp.Result(tmp_path / "r.zarr").group["distances"][:]
+    np.testing.assert_array_equal(got, csgraph.dijkstra(g.to_scipy()))
 
 
 def test_a_small_job_runs_on_an_in_process_worker(data_dir, tmp_path):

@@ -67,6 +67,11 @@ class Backend(ABC):
             return result.distances
         return self.select_columns(result.distances, targets)
 
+    def prepare(self, algorithm: str, dtype: str, steps: int) -> None:
+        """Called on every worker as a job starts, before its store is made: a backend
+        may start loading what its batches will need (``steps``: the job's sources
+        times the graph's vertices and edges).  Returns at once."""
+
     def floyd_warshall_slab(self, n: int, r0: int, r1: int, edges, dtype: np.dtype,
                             exchange, bounds, info: dict) -> tuple:
         """Rows ``r0:r1`` of a Floyd-Warshall matrix split in slabs across workers

@@ -1,28 +1,45 @@
-"""CPU backend on ``scipy.sparse.csgraph``.
+"""CPU backend: the multi-core kernels of :mod:`mgapsp.cpu_sssp`, SciPy's ``csgraph``.
 
 Dijkstra for non-negative weights, Johnson (Dijkstra on the graph reweighted with
 potentials computed once per job) for negative ones, Bellman-Ford, and Floyd-Warshall
-for small dense graphs.  SciPy's kernels are single-threaded, so the pipeline runs one
-worker process per core.
+for small dense graphs.  Dijkstra, Johnson and Bellman-Ford run on the Numba kernels,
+which release the interpreter lock: :meth:`CPUBackend.fill_rows` (an answer computed in
+this process) spreads the sources over every core, and :meth:`CPUBackend.distances` (a
+pipeline's batch) runs on its caller's thread, so that a worker of one thread per core
+computes a batch per thread.  SciPy (one core, the lock held) answers where the kernels
+would cost more than the work (:func:`kernels_pay`), and where Numba is missing.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import os
 
 import numpy as np
 from scipy.sparse import csgraph
 
-from .. import hierarchy
+from .. import cpu_sssp, hierarchy
 from . import cpu_sweep
 from ..errors import InsufficientMemoryError, NegativeCycleError, UnsupportedError
 from ..graph import Graph
 from .. import algorithms as registry
 from .base import SLAB_ALIGN, Backend, BatchResult
 
-__all__ = ["CPUBackend", "bellman_ford_potentials", "find_negative_cycle"]
+__all__ = ["CPUBackend", "bellman_ford_potentials", "find_negative_cycle", "kernels_pay",
+           "multicore", "on_kernels"]
 
 _SCIPY_NO_PRED = -9999
+#: the algorithms the Numba kernels run
+KERNEL_ALGORITHMS = ("dijkstra", "johnson", "bellman-ford", "phast")
+#: (source, vertex or edge) steps below which SciPy answers while the kernels are not
+#: loaded in this process yet.  Importing Numba and loading its cached kernels took
+#: 0.36 s (idle) to 0.62 s (busy) on the 2-core host of bench/cpu-2026-11-25-2cores.md,
+#: as long as SciPy's Dijkstra takes for 12-17 million steps there (rome99's all
+#: pairs, 41 million steps, in 1.2-2.0 s); the kernels on 2 cores halve the rest at
+#: best, so they pay from about twice that.  Hosts of more cores cross over sooner.
+COLD_STEPS = 2**25
+#: the same once the kernels are loaded: a parallel launch costs milliseconds
+WARM_STEPS = 2**18
 
 
 class CPUBackend(Backend):
@@ -48,6 +65,17 @@ class CPUBackend(Backend):
         if entry is not None:
             return entry(self, graph, sources, dtype=dtype, predecessors=predecessors,
                          potentials=potentials, targets=targets)
+        if on_kernels(graph, algorithm, len(sources), predecessors):
+            # a batch of a job: this thread's core (the worker's other threads run
+            # other batches)
+            dist = np.empty((len(sources), graph.n if targets is None else len(targets)),
+                            dtype=dtype)
+            pred = (np.empty((len(sources), graph.n), dtype=np.int32) if predecessors
+                    else None)
+            self._kernel_rows(graph, sources, dist, pred, algorithm=algorithm,
+                              potentials=potentials, columns=targets, parallel=False)
+            return BatchResult(dist, pred, {"sources": len(sources), "kernel": "numba"},
+                               targets_only=targets is not None)
         if algorithm == "dijkstra":
             dist, pred = _scipy_call(csgraph.dijkstra, self._scipy(graph), sources,
                                      predecessors)
@@ -61,7 +89,8 @@ class CPUBackend(Backend):
         elif algorithm == "johnson":
             if potentials is None:
                 potentials = self.potentials(graph)
-            dist, pred = _scipy_call(csgraph.dijkstra, self._johnson(graph, potentials),
+            dist, pred = _scipy_call(csgraph.dijkstra,
+                                     self._johnson(graph, potentials).to_scipy(),
                                      sources, predecessors)
             dist -= potentials[sources][:, None]
             dist += potentials[None, :]
@@ -85,6 +114,58 @@ class CPUBackend(Backend):
             pred = pred.astype(np.int32, copy=False)
             pred[pred == _SCIPY_NO_PRED] = -1
         return BatchResult(dist.astype(dtype, copy=False), pred, {"sources": len(sources)})
+
+    def prepare(self, algorithm: str, dtype: str, steps: int) -> None:
+        # the batches' kernel loads on a thread of its own while the job makes its
+        # store, so that its batches (each too small to pay for loading it) find it
+        if algorithm in KERNEL_ALGORITHMS and multicore() and steps >= COLD_STEPS:
+            cpu_sssp.load_async(algorithm, dtype)
+
+    def fill_rows(self, graph, sources, dist, pred=None, *, batch_size, algorithm,
+                  potentials=None, columns=None, on_rows=None) -> None:
+        """As :meth:`Backend.fill_rows`; Dijkstra, Johnson and Bellman-Ford on every
+        core (the kernels write straight into ``dist`` and ``pred``), in pieces of at
+        least a few sources per core, so that progress is told as rows finish."""
+        if not (on_kernels(graph, algorithm, len(sources), pred is not None)
+                and dist.flags.c_contiguous):
+            super().fill_rows(graph, sources, dist, pred, batch_size=batch_size,
+                              algorithm=algorithm, potentials=potentials,
+                              columns=columns, on_rows=on_rows)
+            return
+        step = max(batch_size, 4 * cpu_sssp.threads())
+        for lo in range(0, len(sources), step):
+            hi = min(lo + step, len(sources))
+            self._kernel_rows(graph, sources[lo:hi], dist[lo:hi],
+                              None if pred is None else pred[lo:hi], algorithm=algorithm,
+                              potentials=potentials, columns=columns, parallel=True)
+            if on_rows:
+                on_rows(hi)
+
+    def _kernel_rows(self, graph, sources, dist, pred, *, algorithm, potentials, columns,
+                     parallel: bool) -> None:
+        """Rows of ``sources`` into ``dist`` (and ``pred``) by the Numba kernels."""
+        if algorithm == "dijkstra":
+            if graph.has_negative_weights:
+                raise UnsupportedError(
+                    f"dijkstra needs non-negative weights, but the graph has weight "
+                    f"{graph.min_weight:g}; use johnson or bellman-ford")
+            cpu_sssp.dijkstra_rows(graph.indptr, graph.indices, graph.weights, sources,
+                                   dist, pred, targets=columns, parallel=parallel)
+        elif algorithm == "johnson":
+            if potentials is None:
+                potentials = self.potentials(graph)
+            g = self._johnson(graph, potentials)
+            cpu_sssp.dijkstra_rows(g.indptr, g.indices, g.weights, sources, dist, pred,
+                                   targets=columns, shift=potentials, parallel=parallel)
+        elif algorithm == "phast":
+            cpu_sssp.phast_rows(hierarchy.for_graph(graph), sources, dist,
+                                targets=columns, parallel=parallel)
+        elif cpu_sssp.bellman_ford_rows(graph.indptr, graph.indices, graph.weights,
+                                        sources, dist, pred, targets=columns,
+                                        parallel=parallel):
+            find_negative_cycle(graph)     # raises ours, with the cycle
+            raise NegativeCycleError([], float("-inf"),
+                                     "negative cycle (could not extract it)")
 
     def floyd_warshall_slab(self, n, r0, r1, edges, dtype, exchange, bounds, info):
         return floyd_warshall_rows_cpu(n, r0, r1, *edges, exchange, bounds, info["name"])
@@ -121,8 +202,8 @@ class CPUBackend(Backend):
             w = graph.weights + h[graph.sources_of_edges] - h[graph.indices]
             # Rounding can leave tiny negatives on tight edges.
             np.maximum(w, 0.0, out=w)
-            g = Graph(graph.indptr, graph.indices, w, vertex_ids=graph.vertex_ids)
-            self._reweighted = {key: g.to_scipy()}
+            self._reweighted = {key: Graph(graph.indptr, graph.indices, w,
+                                           vertex_ids=graph.vertex_ids)}
         return self._reweighted[key]
 
     def _floyd_warshall(self, graph, predecessors):
@@ -143,6 +224,29 @@ class CPUBackend(Backend):
                 raise
             self._fw = {key: res if predecessors else (res, None)}
         return self._fw[key]
+
+
+def multicore() -> bool:
+    """Whether this process's CPU backend computes on every core (Numba installed):
+    then one worker process with a thread per core does a job's batches best."""
+    return importlib.util.find_spec("numba") is not None
+
+
+def on_kernels(graph: Graph, algorithm: str, rows: int, predecessors: bool) -> bool:
+    """Whether the Numba kernels answer these rows (PHAST's predecessors come from the
+    NumPy sweep)."""
+    return (algorithm in KERNEL_ALGORITHMS and not (predecessors and algorithm == "phast")
+            and kernels_pay(graph, rows))
+
+
+def kernels_pay(graph: Graph, rows: int) -> bool:
+    """Whether ``rows`` sources of ``graph`` go to the Numba kernels rather than SciPy:
+    they are installed, and the work pays for loading them (:data:`COLD_STEPS`, or
+    :data:`WARM_STEPS` where this process has them loaded or loading)."""
+    steps = rows * (graph.n + graph.m)
+    if steps < WARM_STEPS or not multicore():
+        return False
+    return steps >= COLD_STEPS or cpu_sssp.loading()
 
 
 def _scipy_call(fn, csr, sources, predecessors):

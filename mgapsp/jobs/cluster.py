@@ -1,8 +1,10 @@
 """Getting a Dask client: attach to a running cluster or start the embedded default.
 
 The embedded default is a ``LocalCUDACluster`` with one worker per visible GPU when the
-GPU backend runs, otherwise a ``LocalCluster`` of single-threaded worker processes,
-one per core (SciPy's kernels hold the GIL).  Dashboards bind to 127.0.0.1.  Its
+GPU backend runs; for the CPU backend one worker inside this process with a thread
+per core (its kernels release the GIL: see :mod:`mgapsp.backends.cpu`), or, where they
+cannot run (no Numba) or ``n_workers`` asks for more, a ``LocalCluster`` of
+single-threaded worker processes, one per core (SciPy's kernels hold the GIL).  Dashboards bind to 127.0.0.1.  Its
 scheduler and workers listen on 127.0.0.1 too, which any user of a shared host can
 reach: by default (``mgapsp.cluster.tls``) every connection uses TLS with a key and
 certificate made for that one run and held in memory, so only this process and the
@@ -22,10 +24,11 @@ import warnings
 from distributed.diagnostics.plugin import WorkerPlugin
 
 from .. import config
+from ..backends.cpu import multicore
 from ..errors import MgapspError
 from .dashboard import add_page
 
-__all__ = ["connect", "one_process", "embedded_security", "tls_security", "parse_gpus", "ConfigPlugin"]
+__all__ = ["connect", "cpu_threads", "one_process", "embedded_security", "tls_security", "parse_gpus", "ConfigPlugin"]
 
 log = logging.getLogger(__name__)
 
@@ -121,7 +124,8 @@ def connect(*, scheduler: str | None = None, scheduler_file: str | None = None,
         with _interrupt_held() as held, _quiet_logs(level), warnings.catch_warnings():
             warnings.filterwarnings("ignore", message="Port .* is already in use")
             cluster = _in_process_cluster(backend, gpus, options)
-        with cluster, Client(cluster) as client, _dashboard_pages_later(cluster, dashboard):
+        with cluster, Client(cluster) as client, _dashboard_pages_later(cluster, dashboard), \
+                _write_threads(_cpu_worker_threads() if backend == "cpu" else 1):
             if held:
                 raise KeyboardInterrupt
             yield client
@@ -156,6 +160,20 @@ def connect(*, scheduler: str | None = None, scheduler_file: str | None = None,
 
 
 @contextlib.contextmanager
+def _write_threads(threads: int):
+    """An in-process CPU worker of several threads compresses with as many: the store's
+    default of one write thread is for a worker process per core
+    (``mgapsp.store.write-threads`` set by the user wins)."""
+    import dask.config
+
+    if threads <= 1 or config.get("store.write-threads") is not None:
+        yield
+        return
+    with dask.config.set({"mgapsp.store.write-threads": threads}):
+        yield
+
+
+@contextlib.contextmanager
 def _interrupt_held():
     """Hold a Ctrl-C (SIGINT) that comes while a cluster starts, and yield a list that
     holds it once it came: the caller raises it when the cluster has started.  A
@@ -175,8 +193,10 @@ def _interrupt_held():
         signal.signal(signal.SIGINT, previous)
 
 
-#: seconds into the embedded cluster's life when its dashboard pages are made
-DASHBOARD_DELAY = 1.0
+#: seconds into the embedded cluster's life when its dashboard pages are made: making
+#: them held the interpreter's lock for 0.5-0.6 s of a 1.1 s CPU job on 16 cores
+#: (Austin, all pairs), whose threads need it between batches
+DASHBOARD_DELAY = 3.0
 
 
 @contextlib.contextmanager
@@ -187,7 +207,7 @@ def _dashboard_pages_later(cluster, dashboard: bool):
 
     Making the pages imports Bokeh, which takes a second or more of one core: as long
     as a small job.  A job over sooner never pays for it; a longer one gets its
-    dashboard a second late.  Should the pages fail, the job goes on without them.
+    dashboard a few seconds late.  Should the pages fail, the job goes on without them.
     """
     if not dashboard:
         yield
@@ -227,17 +247,26 @@ def _dashboard_pages_later(cluster, dashboard: bool):
 def one_process(backend: str, *, gpus: str | None = None, n_workers: int | None = None,
                 cpu_workers: int = 0, small: bool = False) -> bool:
     """Whether the embedded cluster of a job is best this process alone: where one
-    worker is all there is, a GPU worker on the one GPU this process sees, or a CPU
-    worker for a job of one small batch (``small``).  Starting worker processes takes
-    seconds (each imports Dask, Zarr, SciPy and CuPy again); a job of a few seconds
-    would spend most of its time on it."""
+    worker is all there is, a GPU worker on the one GPU this process sees, a CPU
+    worker for a job of one small batch (``small``), or a CPU worker of a thread per
+    core where the CPU kernels release the GIL.  Starting worker processes takes
+    seconds (each imports Dask, Zarr, SciPy and CuPy again, and talks TLS to the
+    scheduler); a job of a few seconds would spend most of its time on it."""
     if cpu_workers or (n_workers or 1) != 1:
         return False
     if backend == "gpu":
         from ..devices import gpu_count
 
         return gpu_count() == 1 and (gpus is None or parse_gpus(gpus) == "0")
-    return small
+    return small or multicore()
+
+
+def cpu_threads() -> int:
+    """The cores this process may run on (its affinity), at least 1."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # pragma: no cover - not Linux
+        return os.cpu_count() or 1
 
 
 def _in_process_cluster(backend: str, gpus: str | None, options: dict):
@@ -249,7 +278,14 @@ def _in_process_cluster(backend: str, gpus: str | None, options: dict):
         return LocalCluster(n_workers=1, processes=False,
                             threads_per_worker=config.get("cluster.gpu-worker-threads"),
                             resources={"GPU": 1}, **options)
-    return LocalCluster(n_workers=1, threads_per_worker=1, processes=False, **options)
+    return LocalCluster(n_workers=1, threads_per_worker=_cpu_worker_threads(),
+                        processes=False, **options)
+
+
+def _cpu_worker_threads() -> int:
+    """Threads of the in-process CPU worker: one per core where the kernels release
+    the GIL; with SciPy's, more would only queue for it."""
+    return cpu_threads() if multicore() else 1
 
 
 def embedded_security():

@@ -37,7 +37,7 @@ from .cluster import ConfigPlugin
 from .dashboard import reporting
 from .report import JobReport
 from .tasks import (compute_hierarchy, compute_potentials, drop_slabs, hierarchy_dir,
-                    probe_worker, run_batch)
+                    prepare_backend, probe_worker, run_batch)
 from .watchdog import Watchdog
 
 __all__ = ["run_job", "JobRequest", "check_for_repair", "repair_job"]
@@ -116,6 +116,7 @@ class _Job:
         self.probe()
         self.open_existing(state)
         self.plan = self.make_plan(may_build=True)
+        self.prepare()
         self.check_existing()
         potentials = self.potentials()
         self.hierarchy()
@@ -187,7 +188,16 @@ class _Job:
                         dtype=req.dtype, sources=req.sources, batch_size=self.batch_size,
                         predecessors=req.predecessors, n_workers=len(self.workers),
                         memory=self.memory, targets=req.targets,
-                        hierarchy_ready=self.ready, may_build=may_build)
+                        hierarchy_ready=self.ready, may_build=may_build,
+                        threads=sum(self.client.nthreads().values()))
+
+    def prepare(self) -> None:
+        """What the batches need loads (kernels compile) while the job checks the
+        graph and makes its store."""
+        plan, graph = self.plan, self.req.graph
+        if plan.backend in ("cpu", "gpu"):
+            self.client.run(prepare_backend, plan.backend, plan.algorithm, plan.dtype,
+                            plan.n_sources * (graph.n + graph.m))
 
     def check_existing(self) -> None:
         """A resumed store: the same job, this run's from now on, damage found."""

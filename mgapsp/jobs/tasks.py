@@ -26,7 +26,8 @@ from ..errors import MgapspError
 from ..graph import Graph
 from ..store import Store
 
-__all__ = ["run_batch", "job_store", "compute_potentials", "compute_hierarchy", "hierarchy_dir",
+__all__ = ["run_batch", "job_store", "prepare_backend", "compute_potentials", "compute_hierarchy",
+           "hierarchy_dir",
            "probe_worker", "cached_rows", "keep_slab", "drop_slabs"]
 
 _LOCK = threading.Lock()
@@ -250,6 +251,12 @@ def compute_potentials(graph: Graph, backend: str) -> np.ndarray:
     if backend == "hybrid":
         backend = local_backend()
     return get_backend(backend).potentials(graph)
+
+
+def prepare_backend(backend: str, algorithm: str, dtype: str, steps: int) -> None:
+    """Worker task (``client.run``): let the job's backend start loading what its
+    batches need (:meth:`mgapsp.backends.Backend.prepare`)."""
+    get_backend(backend).prepare(algorithm, dtype, steps)
 
 
 def probe_worker(backend: str) -> dict:
