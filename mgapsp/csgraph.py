@@ -292,7 +292,7 @@ def _run(backend: Backend, graph: Graph, algorithm: str, sources: np.ndarray,
     while step > 1 and backend.memory_needed(graph, step, algorithm=algorithm, dtype=f64,
                                              predecessors=predecessors) > free:
         step = (step + 1) // 2
-    potentials = backend.potentials(graph) if algorithm == "johnson" else None
+    potentials = backend.potentials(graph) if algorithm == JOHNSON.name else None
     dist = np.empty((len(sources), graph.n), dtype=np.float64)
     pred = np.empty((len(sources), graph.n), dtype=np.int32) if predecessors else None
     backend.fill_rows(graph, sources, dist, pred, batch_size=step, algorithm=algorithm,

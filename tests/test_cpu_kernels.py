@@ -32,7 +32,8 @@ DATA = Path(__file__).parent / "data"
 
 @pytest.fixture
 def kernels(monkeypatch):
-    """Every job goes to the kernels, however small."""
+    """Every job goes to the kernels, however small (Numba, a dependency, installed)."""
+    pytest.importorskip("numba")
     monkeypatch.setattr(cpu, "COLD_STEPS", 0)
     monkeypatch.setattr(cpu, "WARM_STEPS", 0)
 
@@ -237,6 +238,7 @@ def test_scipy_where_numba_is_missing(monkeypatch):
 
 
 def test_warm_up_loads_what_it_is_asked_for():
+    pytest.importorskip("numba")
     from mgapsp.cpu_sssp.kernels import ENTRY_POINTS
 
     def dtypes(name):       # of the output: the one 2-D float argument

@@ -30,7 +30,7 @@ __all__ = ["CPUBackend", "bellman_ford_potentials", "find_negative_cycle", "kern
 
 _SCIPY_NO_PRED = -9999
 #: the algorithms the Numba kernels run
-KERNEL_ALGORITHMS = ("dijkstra", "johnson", "bellman-ford", "phast")
+KERNEL_ALGORITHMS = tuple(cpu_sssp.KERNEL_OF)
 #: (source, vertex or edge) steps below which SciPy answers while the kernels are not
 #: loaded in this process yet.  Importing Numba and loading its cached kernels took
 #: 0.36 s (idle) to 0.62 s (busy) on the 2-core host of bench/cpu-2026-11-25-2cores.md,
@@ -76,17 +76,17 @@ class CPUBackend(Backend):
                               potentials=potentials, columns=targets, parallel=False)
             return BatchResult(dist, pred, {"sources": len(sources), "kernel": "numba"},
                                targets_only=targets is not None)
-        if algorithm == "dijkstra":
+        if algorithm == registry.DIJKSTRA.name:
             dist, pred = _scipy_call(csgraph.dijkstra, self._scipy(graph), sources,
                                      predecessors)
-        elif algorithm == "bellman-ford":
+        elif algorithm == registry.BELLMAN_FORD.name:
             try:
                 dist, pred = _scipy_call(csgraph.bellman_ford, self._scipy(graph), sources,
                                          predecessors)
             except csgraph.NegativeCycleError:
                 find_negative_cycle(graph)  # raises ours, with the cycle
                 raise
-        elif algorithm == "johnson":
+        elif algorithm == registry.JOHNSON.name:
             if potentials is None:
                 potentials = self.potentials(graph)
             dist, pred = _scipy_call(csgraph.dijkstra,
@@ -94,11 +94,11 @@ class CPUBackend(Backend):
                                      sources, predecessors)
             dist -= potentials[sources][:, None]
             dist += potentials[None, :]
-        elif algorithm == "floyd-warshall":
+        elif algorithm == registry.FLOYD_WARSHALL.name:
             full, full_pred = self._floyd_warshall(graph, predecessors)
             dist = full[sources]
             pred = None if full_pred is None else full_pred[sources]
-        elif algorithm == "phast":
+        elif algorithm == registry.PHAST.name:
             if predecessors:
                 hierarchy.check_predecessors(graph)
                 dist, pred = cpu_sweep.distances(hierarchy.for_graph(graph), sources,
@@ -144,20 +144,20 @@ class CPUBackend(Backend):
     def _kernel_rows(self, graph, sources, dist, pred, *, algorithm, potentials, columns,
                      parallel: bool) -> None:
         """Rows of ``sources`` into ``dist`` (and ``pred``) by the Numba kernels."""
-        if algorithm == "dijkstra":
+        if algorithm == registry.DIJKSTRA.name:
             if graph.has_negative_weights:
                 raise UnsupportedError(
                     f"dijkstra needs non-negative weights, but the graph has weight "
                     f"{graph.min_weight:g}; use johnson or bellman-ford")
             cpu_sssp.dijkstra_rows(graph.indptr, graph.indices, graph.weights, sources,
                                    dist, pred, targets=columns, parallel=parallel)
-        elif algorithm == "johnson":
+        elif algorithm == registry.JOHNSON.name:
             if potentials is None:
                 potentials = self.potentials(graph)
             g = self._johnson(graph, potentials)
             cpu_sssp.dijkstra_rows(g.indptr, g.indices, g.weights, sources, dist, pred,
                                    targets=columns, shift=potentials, parallel=parallel)
-        elif algorithm == "phast":
+        elif algorithm == registry.PHAST.name:
             cpu_sssp.phast_rows(hierarchy.for_graph(graph), sources, dist,
                                 targets=columns, parallel=parallel)
         elif cpu_sssp.bellman_ford_rows(graph.indptr, graph.indices, graph.weights,
@@ -179,12 +179,12 @@ class CPUBackend(Backend):
     def memory_needed(self, graph, batch_size, *, algorithm, dtype, predecessors,
                       fw_rows=None) -> int:
         csr = graph.m * 12 + graph.n * 8
-        if algorithm == "floyd-warshall":
+        if algorithm == registry.FLOYD_WARSHALL.name:
             if fw_rows is not None:   # the float64 slab and a panel, the batch's copy
                 return csr + (fw_rows + 256) * graph.n * 8 + batch_size * graph.n * 8
             return csr + graph.n * graph.n * (8 + (4 if predecessors else 0)) * 2
         per_row = graph.n * (8 + np.dtype(dtype).itemsize + (8 if predecessors else 0))
-        if algorithm == "phast":     # the hierarchy (arcs guessed), the sweep's state
+        if algorithm == registry.PHAST.name:     # the hierarchy (arcs guessed), the sweep's state
             return (csr + (graph.m + graph.n) * 8 * 28
                     + batch_size * graph.n * (16 + (8 if predecessors else 0)))
         return csr * 2 + batch_size * per_row
@@ -209,7 +209,7 @@ class CPUBackend(Backend):
     def _floyd_warshall(self, graph, predecessors):
         key = (graph.fingerprint, predecessors)
         if key not in self._fw:
-            need = self.memory_needed(graph, graph.n, algorithm="floyd-warshall",
+            need = self.memory_needed(graph, graph.n, algorithm=registry.FLOYD_WARSHALL.name,
                                       dtype=np.float64, predecessors=predecessors)
             have = self.memory_available()
             if need > have:
@@ -235,7 +235,8 @@ def multicore() -> bool:
 def on_kernels(graph: Graph, algorithm: str, rows: int, predecessors: bool) -> bool:
     """Whether the Numba kernels answer these rows (PHAST's predecessors come from the
     NumPy sweep)."""
-    return (algorithm in KERNEL_ALGORITHMS and not (predecessors and algorithm == "phast")
+    return (algorithm in KERNEL_ALGORITHMS
+            and not (predecessors and algorithm == registry.PHAST.name)
             and kernels_pay(graph, rows))
 
 

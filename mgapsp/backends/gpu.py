@@ -226,9 +226,9 @@ class GPUBackend(Backend):
             # worker's other thread runs its batch
             gpu.use_thread_stream()
         timer = staging.GPUTimer().start()
-        if algorithm == "floyd-warshall":
+        if algorithm == registry.FLOYD_WARSHALL.name:
             result = self._floyd_warshall(graph, src, dt, predecessors)
-        elif algorithm == "phast":
+        elif algorithm == registry.PHAST.name:
             result = self._phast(graph, src, dt, targets, predecessors)
         else:
             result = self._batched(graph, src, dt, predecessors, algorithm, potentials)
@@ -247,9 +247,9 @@ class GPUBackend(Backend):
         self._ensure_memory(graph, needed, f"a batch of {B} sources on {graph.n} vertices",
                             hint="use a smaller --batch-size")
         dg = self._device_graph(graph, dt)
-        if algorithm == "bellman-ford":
+        if algorithm == registry.BELLMAN_FORD.name:
             dist, pred, stats = bellman_ford.bellman_ford_batch(dg, src, dt, predecessors)
-        elif algorithm == "dijkstra":
+        elif algorithm == registry.DIJKSTRA.name:
             dist, pred, stats = sssp.dijkstra_batch(dg, src, dt, predecessors)
         else:
             d_rw, h = self._reweighted(graph, dg, dt, potentials)
@@ -280,7 +280,7 @@ class GPUBackend(Backend):
                           lambda: phast.sweep(h, t), _MAX_HIERARCHIES)
         dist, pred, stats = phast.phast_batch(dh, src, sweep, predecessors)
         return BatchResult(distances=dist, predecessors=pred, targets_only=sweep is not None,
-                           stats={"algorithm": "phast", "backend": self.name, **stats})
+                           stats={"algorithm": registry.PHAST.name, "backend": self.name, **stats})
 
     def _reweighted(self, graph: Graph, dg, dt: np.dtype, potentials):
         """Johnson's reweighted device graph and the potentials on the device, cached
@@ -315,7 +315,7 @@ class GPUBackend(Backend):
                 del _FW[key]
             cached = entry is not None
             if entry is None:
-                needed = self.memory_needed(graph, len(src), algorithm="floyd-warshall",
+                needed = self.memory_needed(graph, len(src), algorithm=registry.FLOYD_WARSHALL.name,
                                             dtype=dt, predecessors=predecessors)
                 if self._resident(graph, dt):
                     needed -= _csr_bytes(graph, dt)
@@ -333,7 +333,7 @@ class GPUBackend(Backend):
             D, P = entry
             dist = gpu.take_rows(D, src, host=False)
             pred = gpu.take_rows(P, src, host=False) if predecessors else None
-        stats = {"algorithm": "floyd-warshall", "backend": self.name,
+        stats = {"algorithm": registry.FLOYD_WARSHALL.name, "backend": self.name,
                  "rounds": 0 if cached else graph.n,
                  "relaxations": 0 if cached else graph.n ** 3, "cached": cached}
         return BatchResult(distances=dist, predecessors=pred, stats=stats)
@@ -398,13 +398,13 @@ class GPUBackend(Backend):
         # the graph, and the writer's scratch: it compresses a batch's chunks on the
         # device, FRAME_GROUP_BYTES at a time (a shuffled copy, LZ4 output, frames)
         fixed = _csr_bytes(graph, dt) + 3 * min(FRAME_GROUP_BYTES, B * n * out)
-        if algorithm == "phast":
+        if algorithm == registry.PHAST.name:
             # the hierarchy (arcs not known before it is built: a road network has
             # a few per edge), the rank-major state and the output block
             arcs = 8 * (graph.m + n)
             return (fixed + phast.device_bytes(n, arcs, dt)
                     + phast.batch_bytes(n, B, dt, predecessors))
-        if algorithm == "floyd-warshall":
+        if algorithm == registry.FLOYD_WARSHALL.name:
             if fw_rows is not None:
                 # an integer (or the float) slab, its float copy, the pivot panels,
                 # the transposed column panel, the slab's edges
@@ -417,7 +417,7 @@ class GPUBackend(Backend):
         _G, C, Bp = frontier.chunking(B)
         negative = graph.has_negative_weights
         items = n * C
-        if algorithm == "bellman-ford":
+        if algorithm == registry.BELLMAN_FORD.name:
             mode = frontier.state_mode(dt, predecessors or negative)
             work = 4 * items * 4 + 8 * 32                    # 2 mask arrays, 2 queues
             if negative:                                      # predecessor-cycle check
@@ -425,7 +425,7 @@ class GPUBackend(Backend):
         else:
             mode = frontier.state_mode(dt, predecessors)
             work = 4 * items + 2 * 8 * Bp + 64               # fringe masks, thresholds
-            if algorithm == "johnson":
+            if algorithm == registry.JOHNSON.name:
                 work += graph.m * (dt.itemsize + 2 * 8) + n * 8   # reweighted copy, h
         state = frontier.state_bytes(n, B, mode)
         return fixed + state + work + B * n * out + B * 16

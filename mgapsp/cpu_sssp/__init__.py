@@ -32,6 +32,8 @@ import time
 
 import numpy as np
 
+from ..algorithms import BELLMAN_FORD, DIJKSTRA, JOHNSON, PHAST
+
 __all__ = ["KERNEL_OF", "bellman_ford_rows", "compile_seconds", "dijkstra_rows",
            "load_async", "loading", "phast_rows", "threads", "warm_up"]
 
@@ -47,8 +49,8 @@ _WARMING = threading.Event()      # set once a warm-up started (or the kernels r
 
 
 #: the kernels, by the algorithm they run
-KERNEL_OF = {"dijkstra": "dijkstra", "johnson": "dijkstra", "bellman-ford": "spfa",
-             "phast": "phast"}
+KERNEL_OF = {DIJKSTRA.name: "dijkstra", JOHNSON.name: "dijkstra", BELLMAN_FORD.name: "spfa",
+             PHAST.name: "phast"}
 _READY: set[tuple] = set()        # (kernel, dtype, parallel) loaded in this process
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..algorithms import BELLMAN_FORD, DIJKSTRA
 from ..errors import UnsupportedError
 from .bellman_ford import (MAX_ROUND_GROUP, BFRun, check_batch, empty_result,
                            source_order)
@@ -148,7 +149,7 @@ def dijkstra_batch(d_graph: DeviceGraph, sources, dtype=None, predecessors: bool
     if variant not in VARIANTS:
         raise ValueError(f"variant must be one of {', '.join(VARIANTS)}. Got {variant=}.")
     dt, src = check_batch(d_graph, sources, dtype, predecessors)
-    _check_nonnegative(d_graph, "dijkstra")
+    _check_nonnegative(d_graph, DIJKSTRA.name)
     if len(src) == 0:
         return empty_result(d_graph.n, dt, predecessors)
     order = source_order(src)
@@ -194,7 +195,7 @@ def johnson_batch(d_rw: DeviceGraph, sources, potentials, dtype=None,
     ``"auto"`` (:func:`prefer_bellman_ford`).  The reweighting is undone on the
     device, in float64, as the block is unpacked: ``d - h[s] + h[v]``.
     """
-    if inner not in ("auto", "dijkstra", "bellman-ford"):
+    if inner not in ("auto", DIJKSTRA.name, BELLMAN_FORD.name):
         raise ValueError(f"inner must be auto, dijkstra or bellman-ford. Got {inner=}.")
     cupy = cupy_module()
     dt, src = check_batch(d_rw, sources, dtype, predecessors)
@@ -203,10 +204,10 @@ def johnson_batch(d_rw: DeviceGraph, sources, potentials, dtype=None,
         return empty_result(d_rw.n, dt, predecessors)
     h = cupy.asarray(potentials, dtype=cupy.float64).ravel()
     if inner == "auto":
-        inner = "bellman-ford" if prefer_bellman_ford(d_rw, len(src)) else "dijkstra"
+        inner = BELLMAN_FORD.name if prefer_bellman_ford(d_rw, len(src)) else DIJKSTRA.name
     order = source_order(src)
     col_src = src if order is None else src[order]
-    if inner == "dijkstra":
+    if inner == DIJKSTRA.name:
         run = _CrauserRun(d_rw, col_src, predecessors=predecessors, variant="general")
     else:
         run = BFRun(d_rw, col_src, len(src), seed_all=False, track=predecessors,
