@@ -33,10 +33,10 @@ _SCIPY_NO_PRED = -9999
 KERNEL_ALGORITHMS = tuple(cpu_sssp.KERNEL_OF)
 #: (source, vertex or edge) steps below which SciPy answers while the kernels are not
 #: loaded in this process yet.  Importing Numba and loading its cached kernels took
-#: 0.36 s (idle) to 0.62 s (busy) on the 2-core host of bench/cpu-2026-11-25-2cores.md,
-#: as long as SciPy's Dijkstra takes for 12-17 million steps there (rome99's all
-#: pairs, 41 million steps, in 1.2-2.0 s); the kernels on 2 cores halve the rest at
-#: best, so they pay from about twice that.  Hosts of more cores cross over sooner.
+#: 0.36 s (idle) to 0.62 s (busy) on a 2-core host, as long as SciPy's Dijkstra takes
+#: for 12-17 million steps there (rome99's all pairs, 41 million steps, in 1.2-2.0 s);
+#: the kernels on 2 cores halve the rest at best, so they pay from about twice that.
+#: Hosts of more cores cross over sooner.
 COLD_STEPS = 2**25
 #: the same once the kernels are loaded: a parallel launch costs milliseconds
 WARM_STEPS = 2**18

@@ -49,20 +49,20 @@ _WARMING = threading.Event()      # set once a warm-up started (or the kernels r
 
 
 #: the kernels, by the algorithm they run
-KERNEL_OF = {DIJKSTRA.name: "dijkstra", JOHNSON.name: "dijkstra", BELLMAN_FORD.name: "spfa",
-             PHAST.name: "phast"}
+KERNEL_OF = {DIJKSTRA.name: "heap", JOHNSON.name: "heap", BELLMAN_FORD.name: "spfa",
+             PHAST.name: "sweep"}
 _READY: set[tuple] = set()        # (kernel, dtype, parallel) loaded in this process
 
 
 def warm_up(kernels=None) -> float:
     """Import Numba and make ``kernels`` ready in this process: (kernel, dtype,
-    parallel) triples (kernel ``"dijkstra"``, ``"spfa"`` or ``"phast"``), by default
-    every one of them.  Each loads from Numba's on-disk cache where it is there (tens
+    parallel) triples (kernel ``"heap"``: Dijkstra, ``"spfa"``: Bellman-Ford, or
+    ``"sweep"``: PHAST), by default every one of them.  Each loads from Numba's on-disk cache where it is there (tens
     of milliseconds), else compiles (about a second) and fills the cache.  Returns
     the seconds it took."""
     _WARMING.set()
     if kernels is None:
-        kernels = [(k, d, p) for k in ("dijkstra", "spfa", "phast")
+        kernels = [(k, d, p) for k in ("heap", "spfa", "sweep")
                    for d in (np.float32, np.float64) for p in (True, False)]
     with _LOCK:
         t = time.perf_counter()
@@ -81,7 +81,7 @@ def _tiny_arguments(kernel: str, dtype: np.dtype) -> tuple:
     """A kernel's arguments for a graph of one vertex and no edge."""
     one = np.zeros(2, dtype=np.int64)
     out = np.empty((1, 1), dtype=dtype)
-    if kernel == "phast":
+    if kernel == "sweep":
         return _phast_arguments(one[:2], one[:0].astype(np.int32), one[:0].astype(dtype),
                                 one[:0].astype(dtype), np.full(1, -1, np.int32), one[:1],
                                 one[:1], out)
@@ -126,7 +126,7 @@ def dijkstra_rows(indptr, indices, weights, sources, out, pred=None, *, targets=
     (Johnson potentials ``h``): the weights are reweighted ones and each distance is
     written as ``(d - h[s]) + h[t]``.  Weights must be non-negative."""
     args = _arguments(indptr, indices, weights, sources, out, pred, targets, shift)
-    _launch("dijkstra", parallel, args)
+    _launch("heap", parallel, args)
 
 
 def bellman_ford_rows(indptr, indices, weights, sources, out, pred=None, *,
@@ -151,7 +151,7 @@ def phast_rows(h, sources, out, *, targets=None, parallel: bool = True) -> None:
         raise ValueError(f"out has shape {out.shape}, expected "
                          f"{(len(sources), len(out_rank))}")
     start = h.rank[np.asarray(sources, dtype=np.int64)]
-    _launch("phast", parallel, _phast_arguments(
+    _launch("sweep", parallel, _phast_arguments(
         h.up_ptr, h.up_head, h.w_up.astype(dtype, copy=False),
         h.w_down.astype(dtype, copy=False), h.parent, start, out_rank, out))
 

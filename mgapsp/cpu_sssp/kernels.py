@@ -289,6 +289,6 @@ def phast_ser(up_ptr, up_head, w_up, w_down, parent, start_rank, out_rank, out, 
                     lo, min(lo + width, len(start_rank)))
 
 
-ENTRY_POINTS = {"dijkstra_par": dijkstra_par, "dijkstra_ser": dijkstra_ser,
+ENTRY_POINTS = {"heap_par": dijkstra_par, "heap_ser": dijkstra_ser,
                 "spfa_par": spfa_par, "spfa_ser": spfa_ser,
-                "phast_par": phast_par, "phast_ser": phast_ser}
+                "sweep_par": phast_par, "sweep_ser": phast_ser}
