@@ -4,7 +4,7 @@
 #     mgapsp run GRAPH -o STORE --scheduler-file FILE
 #
 # Usage: cluster/start-cluster.sh [-f SCHEDULER_FILE] [-n WORKERS] [-H HOST] [-p PORT]
-#                                 [-d DASHBOARD] [--cpu] [--tls DIR]
+#                                 [-d DASHBOARD] [--cpu] [--tls DIR | --plain]
 #   -f FILE   scheduler file to write (default: ./scheduler.json)
 #   -n N      workers: GPUs to use with dask-cuda (default: every visible GPU), or
 #             single-threaded CPU worker processes (default: one per core)
@@ -17,14 +17,18 @@
 #             ssh -L 8787:127.0.0.1:8787 NODE and open http://localhost:8787.  Another
 #             HOST serves it there to anyone who reaches it (it has no login)
 #   --cpu     plain `dask worker` processes even where GPUs exist
-#   --tls DIR encrypt and authenticate every connection with DIR/ca.pem, cert.pem
-#             and key.pem (made by cluster/make-tls.sh when missing); clients then
-#             need the same files: mgapsp run --tls-ca-file DIR/ca.pem
-#             --tls-cert DIR/cert.pem --tls-key DIR/key.pem
+#   --tls DIR every connection is encrypted and authenticated with DIR/ca.pem,
+#             cert.pem and key.pem (made by cluster/make-tls.sh when missing; key.pem
+#             readable by you alone). Default DIR: the scheduler file's name plus
+#             .tls (./scheduler.json.tls), where mgapsp run --scheduler-file FILE
+#             finds them; other clients give the same files (mgapsp run
+#             --tls-ca-file DIR/ca.pem --tls-cert DIR/cert.pem --tls-key DIR/key.pem)
+#   --plain   plain TCP instead: any user who can reach the scheduler can run code
+#             in the workers as you
 # Workers need mgapsp installed and the output store on a disk they all see.
 set -euo pipefail
 
-file=./scheduler.json; nworkers=""; host=127.0.0.1; port=0; force_cpu=0; tls=""
+file=./scheduler.json; nworkers=""; host=127.0.0.1; port=0; force_cpu=0; tls=""; plain=0
 dashboard=127.0.0.1:8787
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -35,7 +39,8 @@ while [ $# -gt 0 ]; do
     -d) dashboard=$2; shift 2 ;;
     --cpu) force_cpu=1; shift ;;
     --tls) tls=$2; shift 2 ;;
-    -h|--help) sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --plain) plain=1; shift ;;
+    -h|--help) sed -n '2,28p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "error: unknown option $1 (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -45,6 +50,10 @@ if [ "$force_cpu" = 0 ] && command -v nvidia-smi >/dev/null 2>&1; then
   gpus=$(nvidia-smi --list-gpus 2>/dev/null | wc -l || echo 0)
 fi
 
+if [ "$plain" = 1 ] && [ -n "$tls" ]; then
+  echo "error: --tls and --plain contradict each other" >&2; exit 2
+fi
+[ "$plain" = 1 ] || tls=${tls:-$file.tls}
 security=()
 if [ -n "$tls" ]; then
   bash "$(dirname "$0")/make-tls.sh" "$tls" localhost "$host" >/dev/null
@@ -90,5 +99,6 @@ else
   echo "started a scheduler and $nworkers CPU workers"
 fi
 echo "scheduler file: $file"
+[ -z "$tls" ] || echo "TLS: $tls (mgapsp run --scheduler-file $file uses it)"
 echo "dashboard: $dashboard (the scheduler's \"dashboard at\" line says which port it took)"
 wait -n "${pids[@]}"

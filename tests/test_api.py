@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import subprocess
 import sys
 
@@ -208,37 +210,43 @@ def test_targets_in_process(data_dir):
 
 @pytest.mark.slow
 def test_a_script_without_the_main_guard_is_told_what_to_add(tmp_path, data_dir):
-    """The embedded cluster's worker processes import the user's script again; without
-    the guard the script fails with one error saying what to add, not a page of
-    tracebacks from every worker; with it the job runs.  A job of one small batch
-    spawns no process, so it runs either way."""
-    import subprocess
-    import sys
-
+    """Worker processes of the embedded cluster import the user's script again;
+    without the guard the script fails with one error saying what to add, not a page
+    of tracebacks from every worker.  With the CPU kernels (Numba) the embedded CPU
+    cluster is this process's threads, and a job of one small batch spawns no process
+    either: such scripts run as they are."""
     def script(graph, out):
         return (f"g = mgapsp.read_graph({str(data_dir / graph)!r})\n"
                 f"r = mgapsp.apsp(g, out={str(tmp_path / out)!r}, overwrite=True, "
                 "backend='cpu')\nprint('distance', r.distance(1, 34))\n")
-    body = script("karate.mtx", "k.zarr")
+
+    def run(path, env=None):
+        return subprocess.run([sys.executable, str(path)], capture_output=True,
+                              text=True, timeout=300, env=env)
     small = tmp_path / "small.py"
-    small.write_text("import mgapsp\n" + body)
-    proc = subprocess.run([sys.executable, str(small)], capture_output=True, text=True,
-                          timeout=300)
+    small.write_text("import mgapsp\n" + script("karate.mtx", "k.zarr"))
+    proc = run(small)
     assert proc.returncode == 0 and "distance 2" in proc.stdout, proc.stderr
-    bare = tmp_path / "bare.py"                 # a job for worker processes
+    bare = tmp_path / "bare.py"                 # a job of many batches
     bare.write_text("import mgapsp\n" + script("p2p-Gnutella08.txt", "g.zarr"))
-    proc = subprocess.run([sys.executable, str(bare)], capture_output=True, text=True,
-                          timeout=300)
+    proc = run(bare)
+    assert proc.returncode == 0 and "distance" in proc.stdout, proc.stderr
+    # without Numba: a worker process per core, which import the script again
+    hide = tmp_path / "no_numba"
+    hide.mkdir()
+    (hide / "sitecustomize.py").write_text("import sys\nsys.modules['numba'] = None\n")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+        [str(hide), *filter(None, [os.environ.get("PYTHONPATH")])]))
+    proc = run(bare, env)
     assert proc.returncode != 0
     last = proc.stderr.strip().splitlines()[-1]
     assert last.startswith("mgapsp.errors.MgapspError: ") and "__main__" in last, last
     assert len(proc.stderr.splitlines()) < 40, proc.stderr
     guarded = tmp_path / "guarded.py"
-    guarded.write_text("import mgapsp\nif __name__ == '__main__':\n"
-                       + "".join(f"    {line}\n" for line in body.splitlines()))
-    proc = subprocess.run([sys.executable, str(guarded)], capture_output=True, text=True,
-                          timeout=300)
-    assert proc.returncode == 0 and "distance 2" in proc.stdout, proc.stderr
+    guarded.write_text("import mgapsp\nif __name__ == '__main__':\n" + "".join(
+        f"    {line}\n" for line in script("p2p-Gnutella08.txt", "g.zarr").splitlines()))
+    proc = run(guarded, env)
+    assert proc.returncode == 0 and "distance" in proc.stdout, proc.stderr
 
 
 @pytest.mark.slow

@@ -210,11 +210,19 @@ def recipe_cluster(tmp_path, *extra):
 
 @pytest.mark.slow
 def test_scheduler_file_recipe(data_dir, tmp_path):
-    """cluster/start-cluster.sh on loopback with 2 CPU workers, then run against it."""
+    """cluster/start-cluster.sh on loopback with 2 CPU workers, then run against it:
+    TLS by default, with credentials beside the scheduler file, which mgapsp run
+    --scheduler-file finds there."""
     from distributed import Client
 
+    from mgapsp.jobs.cluster import tls_security
+
     with recipe_cluster(tmp_path) as (sched, env):
-        with Client(scheduler_file=str(sched), timeout=30) as client:
+        assert json.loads(sched.read_text())["address"].startswith("tls://")
+        tls = Path(f"{sched}.tls")
+        assert (tls / "key.pem").stat().st_mode & 0o777 == 0o600
+        security = tls_security(*(str(tls / f) for f in ("ca.pem", "cert.pem", "key.pem")))
+        with Client(scheduler_file=str(sched), security=security, timeout=30) as client:
             client.wait_for_workers(2, timeout=60)
             assert len(client.scheduler_info()["workers"]) == 2
         out = tmp_path / "attached.zarr"
@@ -258,6 +266,21 @@ def test_tls_cluster_recipe(data_dir, tmp_path):
         assert_one_line_error(missing, "nope.json")
     key_mode = (tls / "key.pem").stat().st_mode & 0o777
     assert key_mode == 0o600
+
+
+@pytest.mark.slow
+def test_plain_cluster_recipe_only_when_asked(data_dir, tmp_path):
+    """--plain: plain TCP, no credentials made; --plain with --tls is refused."""
+    with recipe_cluster(tmp_path, "--plain") as (sched, env):
+        assert json.loads(sched.read_text())["address"].startswith("tcp://")
+        assert not Path(f"{sched}.tls").exists()
+        out = tmp_path / "plain.zarr"
+        mgapsp_cli("run", data_dir / "SiouxFalls_net.tntp", "-o", out, "--scheduler-file",
+                   sched, "--no-dashboard", "-q", env=env)
+        assert "24 rows checked" in mgapsp_cli("verify", out, "--all").stdout
+    both = subprocess.run(["bash", str(REPO / "cluster" / "start-cluster.sh"), "--plain",
+                           "--tls", str(tmp_path / "t")], capture_output=True, text=True)
+    assert both.returncode == 2 and "contradict" in both.stderr
 
 
 def _write_sources(tmp_path, ids):

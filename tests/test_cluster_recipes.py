@@ -200,7 +200,7 @@ def test_start_cluster_dashboards_listen_on_loopback_only(tmp_path):
     sched = tmp_path / "scheduler.json"
     env = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
     proc = subprocess.Popen(["bash", str(REPO / "cluster" / "start-cluster.sh"), "-f",
-                             str(sched), "-n", "1", "--cpu", "-H", network],
+                             str(sched), "-n", "1", "--cpu", "-H", network, "--plain"],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                             start_new_session=True, env=env)
     try:

@@ -1086,3 +1086,16 @@ def test_errors_are_value_errors_and_pickle(tmp_path):
         read_graph(path)
     again = pickle.loads(pickle.dumps(info.value))
     assert str(again) == str(info.value) and again.line == 1
+
+
+@pytest.mark.parametrize("where", ["weight", "label"])
+def test_a_huge_field_is_refused_by_its_line(tmp_path, where):
+    """A number or label of 5,000 characters (one of 50 MB took 0.6 GB to refuse):
+    one error naming the file, the line and the field's length."""
+    huge = "9" * 5000 if where == "weight" else "v" * 5000
+    path = tmp_path / "huge.txt"
+    path.write_text(f"1 2 3\n2 3 {huge}\n" if where == "weight" else f"1 2 3\n{huge} 3 1\n")
+    with pytest.raises(GraphFormatError, match=r"huge.txt:2: a field of 5,000 characters"):
+        mgapsp.read_graph(path)
+    path.write_text("1 2 1." + "0" * 900 + "\n")       # long, but a number all the same
+    assert mgapsp.read_graph(path).m == 1

@@ -23,6 +23,7 @@ from mgapsp import StoreError
 from mgapsp.jobs.driver import run_job
 from mgapsp.jobs.tasks import run_batch
 from mgapsp.store import Store, StoreLock, damaged_batches, new_run_id
+from mgapsp.store.lock import process_start
 
 from helpers import assert_distances_equal, scipy_distances
 
@@ -165,6 +166,42 @@ def test_a_stale_lock_is_taken_over(cpu_client, rome, tmp_path):
     run_job(rome, out, cpu_client, batch_size=256, resume=True)
 
 
+@pytest.mark.parametrize("pid", [0, -1, "reused"])
+def test_a_lock_naming_no_live_run_is_stale(cpu_client, rome, tmp_path, pid):
+    """pid 0 and -1 name process groups (kill(0) always succeeds); a pid that is alive
+    but started after the lock was written is another process: stale, taken over."""
+    out = tmp_path / "pids.zarr"
+    lock = StoreLock(out, "x").path
+    record = {"run": "dead", "host": socket.gethostname(), "pid": pid}
+    if pid == "reused":      # this very process, as if it had another start time
+        record.update(pid=os.getpid(), pid_start="another-boot/12345")
+    lock.write_text(json.dumps(record))
+    run_job(rome, out, cpu_client, batch_size=512)
+    assert Store.open(out).done_mask().all()
+
+
+def test_a_lock_of_a_live_process_holds(cpu_client, rome, tmp_path):
+    out = tmp_path / "live.zarr"
+    lock = StoreLock(out, "x").path
+    lock.write_text(json.dumps({"run": "alive", "host": socket.gethostname(),
+                                "pid": os.getpid(),
+                                "pid_start": process_start(os.getpid())}))
+    with pytest.raises(StoreError, match="in use by run alive"):
+        run_job(rome, out, cpu_client, batch_size=512)
+    assert not out.exists()
+
+
+def test_a_lock_that_is_a_directory_is_one_line(cpu_client, rome, tmp_path):
+    out = tmp_path / "dir.zarr"
+    lock = StoreLock(out, "x").path
+    lock.mkdir()
+    (lock / "keep.txt").write_text("mine")
+    with pytest.raises(StoreError, match="is a directory.*nothing was changed"):
+        run_job(rome, out, cpu_client, batch_size=512)
+    assert (lock / "keep.txt").read_text() == "mine" and not out.exists()
+    assert [p.name for p in tmp_path.iterdir()] == [lock.name]
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("second", ["--resume", "--overwrite"])
 def test_a_second_cli_run_is_refused_while_the_first_runs(tmp_path, second):
@@ -212,6 +249,24 @@ def test_overwrite_refuses_what_mgapsp_did_not_make(tmp_path, kind):
     assert r["outcome"].one_line_error, r["outcome"].err
     assert "refusing" in r["outcome"].err
     assert r["unchanged"]
+
+
+def test_overwrite_keeps_a_users_own_files(cpu_client, rome, tmp_path):
+    """A file of the user's put inside an mgapsp store: --overwrite names it and
+    deletes nothing; moved out, the store is replaced."""
+    out = tmp_path / "mine.zarr"
+    _store(rome, cpu_client, out, batch_size=512)
+    (out / "notes.txt").write_text("my notes")
+    (out / "figures").mkdir()
+    before = sorted(p.relative_to(out) for p in out.rglob("*"))
+    with pytest.raises(StoreError, match=r"did not put there \(figures, notes.txt\).*"
+                                         r"nothing was deleted"):
+        run_job(rome, out, cpu_client, batch_size=256, overwrite=True)
+    assert sorted(p.relative_to(out) for p in out.rglob("*")) == before
+    (out / "notes.txt").rename(tmp_path / "notes.txt")
+    (out / "figures").rmdir()
+    run_job(rome, out, cpu_client, batch_size=256, overwrite=True)
+    assert Store.open(out).job["batch_size"] == 256
 
 
 def test_overwrite_replaces_an_mgapsp_store(cpu_client, rome, tmp_path):

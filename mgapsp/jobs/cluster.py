@@ -378,14 +378,28 @@ def _attach(scheduler, scheduler_file, security):
                               f"{exc}") from None
         where = f"{address} (from {scheduler_file})"
     if str(address).startswith("tls://") and security is None:
-        raise MgapspError(f"the scheduler at {where} uses TLS; give --tls-ca-file, "
-                          "--tls-cert and --tls-key")
+        security = _beside(scheduler_file)
+        if security is None:
+            raise MgapspError(f"the scheduler at {where} uses TLS; give --tls-ca-file, "
+                              "--tls-cert and --tls-key")
     try:
         return Client(address, security=security, timeout="30s")
     except Exception as exc:  # distributed raises OSError, TimeoutError, TypeError...
         reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         raise MgapspError(f"cannot connect to the Dask scheduler at {where}: "
                           f"{reason}") from None
+
+
+def _beside(scheduler_file):
+    """The TLS credentials that ``cluster/start-cluster.sh`` makes beside its
+    scheduler file (``FILE.tls/{ca,cert,key}.pem``), or None where there are none."""
+    if not scheduler_file:
+        return None
+    folder = f"{os.fspath(scheduler_file)}.tls"
+    files = [os.path.join(folder, f) for f in ("ca.pem", "cert.pem", "key.pem")]
+    if not all(os.path.isfile(f) for f in files):
+        return None
+    return tls_security(*files)
 
 
 @contextlib.contextmanager

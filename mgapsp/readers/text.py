@@ -191,7 +191,25 @@ def read_lines(path: str) -> list[str]:
     del text
     if lines and lines[-1] == "":
         lines.pop()
+    _check_fields(lines, path)
     return lines
+
+
+#: most characters of one field (a number or a label) in a text file
+MAX_FIELD = 1000
+
+
+def _check_fields(lines: list[str], path: str) -> None:
+    """Refuse a field longer than :data:`MAX_FIELD`: NumPy's text arrays give every
+    element the width of the longest, so one 50 MB number took 0.6 GB to refuse.
+    Only lines longer than that are looked into."""
+    for i, line in enumerate(lines):
+        if len(line) > MAX_FIELD:
+            longest = max(line.replace(",", " ").split(), key=len, default="")
+            if len(longest) > MAX_FIELD:
+                raise GraphFormatError(f"a field of {len(longest):,} characters "
+                                       f"({longest[:20]}...); numbers and labels have "
+                                       f"at most {MAX_FIELD:,}", path, i + 1)
 
 
 #: Longest start of a line :func:`_iter_lines` keeps (the rest is skipped, unread).

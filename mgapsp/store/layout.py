@@ -41,7 +41,7 @@ from ..graph import Graph
 from ..plan import JobPlan
 
 __all__ = ["Store", "FORMAT_VERSION", "package_versions", "store_state", "check_target",
-           "prepare_path"]
+           "prepare_path", "foreign_entries"]
 
 #: 2: vertex labels (integers or text) as the coordinates ``vertex``, ``source`` and
 #: ``target``; 1 kept integer ids as ``vertex_ids``, ``source_ids``, ``target_ids``
@@ -124,7 +124,31 @@ def check_target(path, *, resume: bool = False, overwrite: bool = False) -> str:
     if not (overwrite or resume):
         raise StoreError(f"{path} already exists; pass --resume to continue it or "
                          "--overwrite to replace it")
+    if overwrite:
+        others = foreign_entries(path)
+        if others:
+            shown = ", ".join(others[:5]) + (f" and {len(others) - 5} more"
+                                             if len(others) > 5 else "")
+            raise StoreError(f"{path} holds what mgapsp did not put there ({shown}); "
+                             "--overwrite deletes only mgapsp's files: move those out "
+                             "first (nothing was deleted)")
     return state
+
+
+#: what a store holds besides its root's zarr.json: Zarr nodes of these names
+STORE_MEMBERS = frozenset({"distances", "predecessors", "vertex", "source",
+                           "source_index", "target", "target_index", "batch_done",
+                           "graph"})
+
+
+def foreign_entries(path) -> list[str]:
+    """Names at the top of the store at ``path`` that mgapsp did not make (a user's
+    own file or folder put there): anything but ``zarr.json`` and the folders of the
+    store's members."""
+    return [entry.name for entry in sorted(os.scandir(path), key=lambda e: e.name)
+            if not (entry.name == "zarr.json" and entry.is_file(follow_symlinks=False)
+                    or entry.name in STORE_MEMBERS
+                    and entry.is_dir(follow_symlinks=False))]
 
 
 def prepare_path(path, *, overwrite: bool, run_id: str = "") -> None:

@@ -4,8 +4,9 @@ A run holds ``STORE.lock`` (beside the store, so that ``--overwrite`` can replac
 store while holding it) for its whole life: a JSON file naming the run, its host and
 process, made with ``O_EXCL`` so that of two runs started together exactly one gets
 it.  The holder refreshes the file's time while it runs; a lock whose process is gone
-(same host) or whose time is older than ``mgapsp.store.lock-stale`` seconds (another
-host) is stale, and the next run takes it over.
+(same host: its pid and the process's start time, so that a reused pid does not keep
+it) or whose time is older than ``mgapsp.store.lock-stale`` seconds (another host) is
+stale, and the next run takes it over.
 
 The lock stops a second client; it cannot stop the workers of a client that died,
 which may still be finishing batches.  So the run's id is also written in the store
@@ -26,7 +27,7 @@ from pathlib import Path
 from .. import config
 from ..errors import StoreError
 
-__all__ = ["StoreLock", "RunGuard", "lock_path", "new_run_id"]
+__all__ = ["StoreLock", "RunGuard", "lock_path", "new_run_id", "process_start"]
 
 
 def new_run_id() -> str:
@@ -43,13 +44,29 @@ def lock_path(store_path) -> Path:
 
 
 def _pid_alive(pid: int) -> bool:
+    if pid <= 0:                # 0 and -1 name process groups, not a process
+        return False
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
     except PermissionError:     # another user's process
         return True
+    except OverflowError:
+        return False
     return True
+
+
+def process_start(pid: int) -> str | None:
+    """When process ``pid`` started, as this boot's id and its clock ticks since boot
+    (Linux; None elsewhere or where it is gone): with the pid it names one process,
+    so that a lock whose pid was reused after its run ended is seen to be stale."""
+    try:
+        boot = Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+        stat = Path(f"/proc/{pid}/stat").read_text()
+        return f"{boot}/{stat.rsplit(')', 1)[1].split()[19]}"     # field 22, starttime
+    except (OSError, IndexError, ValueError):
+        return None
 
 
 class StoreLock:
@@ -71,6 +88,7 @@ class StoreLock:
 
     def _record(self) -> dict:
         return {"run": self.run_id, "host": socket.gethostname(), "pid": os.getpid(),
+                "pid_start": process_start(os.getpid()),
                 "started": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
 
     def holder(self) -> dict | None:
@@ -89,9 +107,15 @@ class StoreLock:
             age = time.time() - self.path.stat().st_mtime
         except FileNotFoundError:
             return "gone"
-        if record.get("host") == socket.gethostname() and isinstance(record.get("pid"), int):
-            alive = _pid_alive(record["pid"])
-            return None if alive else f"process {record['pid']} has ended"
+        pid = record.get("pid")
+        if record.get("host") == socket.gethostname() and isinstance(pid, int):
+            if not _pid_alive(pid):
+                return f"process {pid} has ended" if pid > 0 else f"it names process {pid}"
+            started = record.get("pid_start")
+            now = process_start(pid)
+            if started and now and started != now:
+                return f"process {pid} has ended (its id is another process's now)"
+            return None
         # another host's run, or a record being written (unreadable for a moment):
         # alive while it is refreshed
         if age > config.get("store.lock-stale"):
@@ -105,6 +129,10 @@ class StoreLock:
             try:
                 fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
             except FileExistsError:
+                if self.path.is_dir() and not self.path.is_symlink():
+                    raise StoreError(f"{self.path} is a directory, where {self.store}'s "
+                                     "lock file goes; move it away (nothing was "
+                                     "changed)") from None
                 record = self.holder()
                 if record is None:
                     continue        # released meanwhile: try again
