@@ -222,6 +222,53 @@ def one_worker_hung(workdir: Path, *, hung_after: float = 5, stall: float = 10) 
             "seconds_after_stop": seconds}
 
 
+def worker_hung_at_start(workdir: Path, *, hung_after: float = 5, stall: float = 10) -> dict:
+    """One of two workers SIGSTOPped before ``mgapsp run --resume`` starts on a store
+    of the first batches (the job's first calls wait for every worker)."""
+    workdir = Path(workdir)
+    out = workdir / "hung-at-start.zarr"
+    job = slow_job(workdir)
+    with Cluster(workdir).start(2) as cluster:
+        first = start_mgapsp("run", *job, "-o", out, "--scheduler-file", cluster.file)
+        wait_for_flags(out, 4, first)
+        first.send_signal(signal.SIGINT)
+        finish(first, time.monotonic())
+        stopped = cluster.workers[0]
+        stopped.send_signal(signal.SIGSTOP)
+        t0 = time.monotonic()
+        try:
+            result = finish(start_mgapsp("run", *job, "-o", out, "--resume",
+                                         "--scheduler-file", cluster.file,
+                                         DASK_MGAPSP__CLUSTER__HUNG_WORKER=hung_after,
+                                         DASK_MGAPSP__JOBS__STALL_TIMEOUT=stall), t0)
+        finally:
+            stopped.send_signal(signal.SIGCONT)
+    return {"outcome": result, "store": out, "seconds": result.seconds}
+
+
+def scheduler_hung(workdir: Path, *, stall: float = 10) -> dict:
+    """The scheduler SIGSTOPped mid-job (alive, answering nothing); woken again once
+    the job has ended."""
+    workdir = Path(workdir)
+    out = workdir / "hung-scheduler.zarr"
+    with Cluster(workdir).start(2) as cluster:
+        t0 = time.monotonic()
+        proc = start_mgapsp("run", *slow_job(workdir), "-o", out, "--scheduler-file",
+                            cluster.file, DASK_MGAPSP__JOBS__STALL_TIMEOUT=stall)
+        before = wait_for_flags(out, 4, proc)
+        cluster.scheduler.send_signal(signal.SIGSTOP)
+        t_stop = time.monotonic()
+        try:
+            result = finish(proc, t0)
+            seconds = time.monotonic() - t_stop
+        finally:
+            cluster.scheduler.send_signal(signal.SIGCONT)
+    # the stored batches stand: --resume on an embedded cluster finishes the job
+    resumed = mgapsp("run", *slow_job(workdir), "-o", out, "--resume", "--workers", 2)
+    return {"outcome": result, "flags_at_stop": before, "store": out,
+            "seconds_after_stop": seconds, "resumed": resumed}
+
+
 def scheduler_killed(workdir: Path) -> dict:
     workdir = Path(workdir)
     out = workdir / "sched.zarr"
@@ -417,6 +464,18 @@ def main() -> int:
     record("one of two workers hung (SIGSTOP)", r["outcome"].rc == 0 and v.rc == 0,
            f"stopped at {r['flags_at_stop']} batches; job exit {r['outcome'].rc}, "
            f"{r['seconds_after_stop']:.1f} s after the stop; verify --all exit {v.rc}")
+    r = worker_hung_at_start(scratch())
+    v = verify_all(r["store"])
+    record("one of two workers hung before --resume starts",
+           r["outcome"].rc == 0 and v.rc == 0,
+           f"job exit {r['outcome'].rc} in {r['seconds']:.1f} s; verify --all exit {v.rc}")
+    r = scheduler_hung(scratch())
+    v = verify_all(r["store"])
+    record("scheduler hung (SIGSTOP) mid-job",
+           r["outcome"].one_line_error and r["resumed"].rc == 0 and v.rc == 0,
+           f"stopped at {r['flags_at_stop']} batches; exit {r['outcome'].rc} "
+           f"{r['seconds_after_stop']:.1f} s after the stop: {r['outcome'].err_lines[-1:]}; "
+           f"--resume exit {r['resumed'].rc}; verify --all exit {v.rc}")
     r = scheduler_killed(scratch())
     record("scheduler killed mid-job", r["outcome"].one_line_error,
            f"exit {r['outcome'].rc}: {r['outcome'].err_lines[-1:]}")

@@ -72,6 +72,33 @@ def test_a_hung_worker_is_closed_and_the_job_completes(tmp_path):
 
 
 @pytest.mark.slow
+def test_a_worker_hung_before_the_job_starts_is_closed(tmp_path):
+    """--resume beside a SIGSTOPped worker: the job's first calls, which wait for
+    every worker (its settings, the probe), have the scheduler close it once its
+    heartbeats are mgapsp.cluster.hung-worker seconds old (it waited 335 s for Dask's
+    worker TTL before); the job completes on the other worker."""
+    r = faults.worker_hung_at_start(tmp_path, hung_after=5, stall=10)
+    assert r["outcome"].rc == 0, r["outcome"].err
+    assert r["seconds"] < 5 + 30
+    assert faults.verify_all(r["store"]).rc == 0
+
+
+@pytest.mark.slow
+def test_a_hung_scheduler_ends_the_job_in_one_line(tmp_path):
+    """A scheduler that stops answering (SIGSTOP): the job ends within the stall
+    timeout plus 30 s, in one line; the stored batches stand, and --resume finishes
+    the job with every row right."""
+    r = faults.scheduler_hung(tmp_path, stall=10)
+    assert r["flags_at_stop"] < 48
+    assert r["outcome"].one_line_error, r["outcome"].err
+    assert "lost the Dask scheduler" in r["outcome"].err
+    assert r["seconds_after_stop"] < 10 + 30
+    assert r["resumed"].rc == 0, r["resumed"].err
+    assert "already done" in r["resumed"].out
+    assert faults.verify_all(r["store"]).rc == 0
+
+
+@pytest.mark.slow
 def test_scheduler_killed_one_line(tmp_path):
     r = faults.scheduler_killed(tmp_path)
     assert r["flags_at_kill"] < 48

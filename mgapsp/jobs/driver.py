@@ -38,7 +38,7 @@ from .dashboard import reporting
 from .report import JobReport
 from .tasks import (compute_hierarchy, compute_potentials, drop_slabs, hierarchy_dir,
                     prepare_backend, probe_worker, run_batch)
-from .watchdog import Watchdog
+from .watchdog import Watchdog, beside_hung_workers
 
 __all__ = ["run_job", "JobRequest", "check_for_repair", "repair_job"]
 
@@ -131,7 +131,9 @@ class _Job:
     def probe(self) -> None:
         """The workers, and what they offer: the backend to run and its memory."""
         client, req = self.client, self.req
-        client.register_plugin(ConfigPlugin())   # the workers compute with our settings
+        # the workers compute with our settings
+        beside_hung_workers(client, lambda: client.register_plugin(ConfigPlugin()),
+                            "registering the job's settings on the workers")
         # the job page on the dashboard (/mgapsp) follows the job through its callbacks
         req.on_start, req.on_progress = reporting(client, self.token, req.graph.n,
                                                   req.on_start, req.on_progress)
@@ -143,7 +145,9 @@ class _Job:
             except TimeoutError:
                 raise MgapspError(f"no worker joined the Dask cluster at "
                                   f"{client.scheduler.address} within {wait_s:g} s") from None
-        workers = client.run(probe_worker, self.req.backend)
+        workers = beside_hung_workers(client, lambda: client.run(probe_worker,
+                                                                 self.req.backend),
+                                      "asking the workers what they offer")
         if not workers:
             raise MgapspError("the Dask cluster has no workers")
         with_gpu = [w for w in workers.values() if w["gpus"] > 0]
@@ -196,8 +200,9 @@ class _Job:
         graph and makes its store."""
         plan, graph = self.plan, self.req.graph
         if plan.backend in ("cpu", "gpu"):
-            self.client.run(prepare_backend, plan.backend, plan.algorithm, plan.dtype,
-                            plan.n_sources * (graph.n + graph.m))
+            beside_hung_workers(self.client, lambda: self.client.run(
+                prepare_backend, plan.backend, plan.algorithm, plan.dtype,
+                plan.n_sources * (graph.n + graph.m)), "preparing the workers")
 
     def check_existing(self) -> None:
         """A resumed store: the same job, this run's from now on, damage found."""

@@ -29,8 +29,9 @@ import time
 from typing import Callable
 
 from .. import config
+from ..errors import MgapspError
 
-__all__ = ["Watchdog"]
+__all__ = ["Watchdog", "beside_hung_workers"]
 
 log = logging.getLogger(__name__)
 
@@ -59,6 +60,47 @@ def _on_scheduler():
             address=address, stimulus_id=f"mgapsp-hung-{time.time()}")
 
     return workers_state, close_worker
+
+
+def beside_hung_workers(client, call: Callable, what: str):
+    """``call()``, a client call that waits for every worker (registering a worker
+    plugin, ``client.run``), while the scheduler closes workers whose heartbeats are
+    ``mgapsp.cluster.hung-worker`` seconds old, as the watchdog does during a job: one
+    such worker would hold the call until Dask's worker TTL (300 s by default).  A call
+    that failed because a worker was closed meanwhile is made again, once.  ``what``
+    names the call in an error."""
+    state, close = _on_scheduler()
+    hung_after = config.get("cluster.hung-worker")
+    for attempt in range(2):
+        box: dict = {}
+        done = threading.Event()
+
+        def run():
+            try:
+                box["value"] = call()
+            except Exception as exc:
+                box["error"] = exc
+            finally:
+                done.set()
+        threading.Thread(target=run, daemon=True, name="mgapsp-beside-hung").start()
+        closed = []
+        while not done.wait(1.0):
+            try:
+                workers = client.run_on_scheduler(state, hung_after,
+                                                  callback_timeout=SCHEDULER_DEADLINE)
+                for addr in sorted(a for a, hung in workers.items() if hung):
+                    log.warning("worker %s sent no heartbeat for %g s while %s: closing "
+                                "it", addr, hung_after, what)
+                    client.run_on_scheduler(close, addr,
+                                            callback_timeout=SCHEDULER_DEADLINE)
+                    closed.append(addr)
+            except Exception as exc:
+                raise MgapspError(f"lost the Dask scheduler while {what} "
+                                  f"({type(exc).__name__}: {exc})") from None
+        if "error" not in box:
+            return box.get("value")
+        if not closed or attempt:
+            raise box["error"]
 
 
 class Watchdog:
