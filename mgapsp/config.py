@@ -85,7 +85,12 @@ KNOBS: dict[str, Knob] = {
         "file systems, small enough to read a row cheaply"),
     "jobs.in-flight-per-thread": Knob(
         2, int, "batch tasks a job keeps submitted per worker thread, so that a thread "
-        "that frees finds one waiting"),
+        "that frees finds one waiting (a job of more than jobs.whole-job-batches)"),
+    "jobs.whole-job-batches": Knob(
+        4096, int, "a job of at most this many batches submits them all at once, so "
+        "that Dask's own progress (the dashboard's Progress panel, distributed.progress) "
+        "counts the whole job; a longer one keeps a window in flight, since each batch "
+        "submitted holds about 10 KiB of the scheduler's memory until it ends"),
     "cluster.hung-worker": Knob(
         60.0, float, "seconds without a heartbeat after which a job takes a worker for "
         "hung (stopped, or stuck on a GPU or a file system) and has the scheduler close "

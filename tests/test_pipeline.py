@@ -271,9 +271,14 @@ def test_every_batch_is_a_task_of_the_stream(data_dir, tmp_path):
     assert report.rows_run == 128 and sum(report.per_worker.values()) == 4
 
 
-def test_a_job_keeps_a_bounded_window_of_batches(data_dir, tmp_path, monkeypatch):
-    """At most ``mgapsp.jobs.in-flight-per-thread`` batches per worker thread are
-    submitted at once (the client's and scheduler's memory stay flat)."""
+@pytest.mark.parametrize("whole", [True, False])
+def test_a_job_submits_its_batches_whole_or_in_a_window(data_dir, tmp_path, monkeypatch,
+                                                        whole):
+    """A job of at most ``mgapsp.jobs.whole-job-batches`` batches submits them all at
+    once, so that Dask's own progress counts the whole job (the dashboard's Progress
+    panel reads the scheduler's task prefixes); a longer one keeps at most
+    ``mgapsp.jobs.in-flight-per-thread`` per worker thread (the client's and
+    scheduler's memory stay flat)."""
     import dask
     from distributed import Client, LocalCluster
 
@@ -283,19 +288,37 @@ def test_a_job_keeps_a_bounded_window_of_batches(data_dir, tmp_path, monkeypatch
     real = driver.as_completed
 
     class Counting(real):
+        def __init__(self, futures=(), **kwargs):
+            super().__init__(futures, **kwargs)
+            most[0] = max(most[0], self.count())
+
         def add(self, future):
             super().add(future)
             most[0] = max(most[0], self.count())
 
     monkeypatch.setattr(driver, "as_completed", Counting)
     graph = mgapsp.read_graph(data_dir / "rome99.gr")
-    with dask.config.set({"mgapsp.jobs.in-flight-per-thread": 1}), \
+    seen = []
+
+    def on_progress(report, done, total):     # the scheduler's count of the job's batches
+        seen.append(client.run_on_scheduler(
+            lambda dask_scheduler: sum(tp.states.get(state, 0) for tp in
+                                       dask_scheduler.task_prefixes.values()
+                                       if tp.name == "apsp-batch"
+                                       for state in ("processing", "queued", "no-worker",
+                                                     "waiting", "memory", "released"))))
+    settings = {"mgapsp.jobs.in-flight-per-thread": 1,
+                "mgapsp.jobs.whole-job-batches": 12 if whole else 11}
+    with dask.config.set(settings), \
             LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
                          dashboard_address=None) as cluster, Client(cluster) as client:
         report = run_job(graph, tmp_path / "w.zarr", client, backend="cpu", batch_size=8,
-                         sources=graph.vertex_ids[:8 * 12])
+                         sources=graph.vertex_ids[:8 * 12], on_progress=on_progress)
     assert report.batches_run == 12
-    assert most[0] <= 2, most
+    if whole:
+        assert most[0] == 12 and seen[0] >= 11, (most, seen)
+    else:
+        assert most[0] <= 2 and max(seen) <= 2, (most, seen)
     assert verify_store(tmp_path / "w.zarr", all_rows=True).ok
 
 

@@ -329,13 +329,16 @@ class _Job:
         self.recorded_at = time.perf_counter()
 
     def watch(self, todo: list[int], report: JobReport) -> None:
-        """A bounded window of batches in flight (the client's and scheduler's memory
-        stay flat on long jobs; Dask places them as worker threads free), each result
-        counted as it comes; progress recorded at most every progress-interval, since
-        each record rewrites zarr.json."""
+        """Every batch submitted at once where they are few enough
+        (``jobs.whole-job-batches``: Dask's own progress then counts the whole job),
+        else a bounded window of them in flight (the client's and scheduler's memory
+        stay flat on long jobs); Dask places them as worker threads free.  Each result
+        is counted as it comes; progress recorded at most every progress-interval,
+        since each record rewrites zarr.json."""
         client = self.client
-        window = max(1, config.get("jobs.in-flight-per-thread")
-                     * sum(client.nthreads().values()))
+        window = (len(todo) if len(todo) <= config.get("jobs.whole-job-batches") else
+                  max(1, config.get("jobs.in-flight-per-thread")
+                      * sum(client.nthreads().values())))
         pending = iter(todo)
         running = as_completed([self.submit(b) for _, b in zip(range(window), pending)])
         self.recorded_at = time.perf_counter()
