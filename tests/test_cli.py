@@ -446,8 +446,14 @@ def test_ctrl_c_while_the_cluster_starts_is_one_line(data_dir, tmp_path):
                  "--workers", "2", "--no-dashboard"]
     proc = subprocess.Popen(run, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     me, t0 = psutil.Process(proc.pid), time.monotonic()
-    # the cluster starts when its first process appears: interrupt it there
-    while not me.children() and proc.poll() is None and time.monotonic() - t0 < 60:
+
+    def worker_started():       # a worker's process (not multiprocessing's tracker)
+        try:
+            return any("spawn_main" in " ".join(c.cmdline()) for c in me.children())
+        except psutil.Error:    # a child gone while looked at
+            return False
+    # the cluster starts when its first worker process appears: interrupt it there
+    while not worker_started() and proc.poll() is None and time.monotonic() - t0 < 60:
         time.sleep(0.01)
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=120)
