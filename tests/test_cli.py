@@ -444,7 +444,9 @@ def test_ctrl_c_while_the_cluster_starts_is_one_line(data_dir, tmp_path):
     out = tmp_path / "rome.zarr"
     run = CLI + ["run", str(data_dir / "rome99.gr"), "-o", str(out), "--backend", "cpu",
                  "--workers", "2", "--no-dashboard"]
-    proc = subprocess.Popen(run, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    # Ctrl-C as at a terminal: SIGINT's default action, whatever this process inherited
+    proc = subprocess.Popen(run, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     me, t0 = psutil.Process(proc.pid), time.monotonic()
 
     def worker_started():       # a worker's process (not multiprocessing's tracker)

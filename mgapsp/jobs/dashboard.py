@@ -189,9 +189,14 @@ class _Reporter:
         self.sent_at = time.perf_counter()
 
     def _send(self, msg: dict) -> None:
-        # on the client's event loop, unawaited: the job never waits for the page
-        self.client.loop.add_callback(self.client.scheduler.log_event, topic=TOPIC,
-                                      msg=msg)
+        # on the client's event loop, unawaited: the job never waits for the page; a
+        # scheduler gone meanwhile is the job's own error to tell, in its one line
+        async def send():
+            try:
+                await self.client.scheduler.log_event(topic=TOPIC, msg=msg)
+            except Exception as exc:
+                log.debug("the job page missed an update: %s", exc)
+        self.client.loop.add_callback(send)
 
 
 def _has_dashboard(scheduler) -> bool:
