@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -318,6 +319,65 @@ def killed_client_then_overwrite(workdir: Path) -> dict:
             "store": out}
 
 
+def store_deleted_mid_job(workdir: Path) -> dict:
+    """The store removed (``rm -rf``) while the job writes it; the job run again."""
+    workdir = Path(workdir)
+    out = workdir / "gone.zarr"
+    job = slow_job(workdir)
+    t0 = time.monotonic()
+    proc = start_mgapsp("run", *job, "-o", out, "--workers", 2)
+    wait_for_flags(out, 4, proc)
+    shutil.rmtree(out)
+    result = finish(proc, t0)
+    left = sorted(str(p.relative_to(workdir)) for p in workdir.rglob("*")
+                  if p.name != "sources.txt")
+    return {"outcome": result, "left": left,
+            "again": mgapsp("run", *job, "-o", out, "--workers", 2, "--overwrite"),
+            "store": out}
+
+
+@contextlib.contextmanager
+def tmpfs(where: Path, size: str = "200m"):
+    """A small file system of its own at ``where`` (root only), unmounted after."""
+    where.mkdir(parents=True, exist_ok=True)
+    subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(where)],
+                   check=True, capture_output=True)
+    try:
+        yield where
+    finally:
+        subprocess.run(["umount", "-l", str(where)], capture_output=True)
+
+
+def read_only_mid_job(workdir: Path) -> dict:
+    """The store's file system remounted read-only while the job writes it, then
+    read-write again and the job resumed."""
+    workdir = Path(workdir)
+    job = slow_job(workdir)
+    with tmpfs(workdir / "mnt") as mnt:
+        out = mnt / "ro.zarr"
+        t0 = time.monotonic()
+        proc = start_mgapsp("run", *job, "-o", out, "--workers", 2)
+        before = wait_for_flags(out, 4, proc)
+        subprocess.run(["mount", "-o", "remount,ro", str(mnt)], check=True)
+        result = finish(proc, t0)
+        subprocess.run(["mount", "-o", "remount,rw", str(mnt)], check=True)
+        lock_left = (mnt / "ro.zarr.lock").exists()
+        resumed = mgapsp("run", *job, "-o", out, "--workers", 2, "--resume")
+        verified = verify_all(out)
+    return {"outcome": result, "flags_at_remount": before, "lock_left": lock_left,
+            "resumed": resumed, "verify": verified}
+
+
+def can_mount() -> bool:
+    """Whether this process may mount a tmpfs (root, with the capability)."""
+    with tempfile.TemporaryDirectory() as d:
+        try:
+            with tmpfs(Path(d), "1m"):
+                return True
+        except (subprocess.CalledProcessError, OSError):
+            return False
+
+
 def overwrite_foreign(workdir: Path, kind: str) -> dict:
     """``--overwrite`` aimed at a regular file or at someone else's Zarr group."""
     workdir = Path(workdir)
@@ -351,6 +411,8 @@ DAMAGE = {
     "shard index flipped": (True, lambda s: _flip(_shard(s, 4), -12, 1)),
     "64 bytes of LZ4 data flipped": (True, lambda s: _flip(_shard(s, 5), 40, 64)),
     "predecessor shard flipped": (True, lambda s: _flip(_shard(s, 6, "predecessors"), 40, 8)),
+    "shard copied over another": (True, lambda s: shutil.copyfile(_shard(s, 8),
+                                                                   _shard(s, 9))),
     "flag deleted": (True, lambda s: os.remove(Path(s) / "batch_done" / "c" / "7")),
     "partial file left": (True, lambda s: (_shard(s, 0).parent / "0.dead.partial")
                           .write_bytes(b"half")),
@@ -391,6 +453,26 @@ def damaged_store(workdir: Path, name: str) -> dict:
             "repair": mgapsp("repair", out, "--backend", "cpu", "--workers", 2),
             "verify_all": verify_all(out),
             "partials": [str(p) for p in out.rglob("*.partial")]}
+
+
+def misplaced_shards(workdir: Path) -> dict:
+    """Shards whose bytes are whole but in the wrong place: two of a store swapped, one
+    copied from another store of the same job.  What ``info``, a read, ``--resume`` and
+    ``verify --all`` then say."""
+    workdir = Path(workdir)
+    job = [DATA / "rome99.gr", "--backend", "cpu", "--workers", 2, "--batch-size", 256,
+           "--predecessors", "-q"]
+    a, b = workdir / "a.zarr", workdir / "b.zarr"
+    for out in (a, b):
+        made = mgapsp("run", *job, "-o", out)
+        assert made.rc == 0, made.err
+    first, second = _shard(a, 2), _shard(a, 3)
+    swap = first.read_bytes()
+    first.write_bytes(second.read_bytes())
+    second.write_bytes(swap)
+    shutil.copyfile(_shard(b, 5), _shard(a, 5))
+    return {"info": mgapsp("info", a), "read": mgapsp("path", a, 513, 5),
+            "resume": mgapsp("run", *job, "-o", a, "--resume"), "verify_all": verify_all(a)}
 
 
 def huge_declared_counts(workdir: Path) -> dict:
@@ -492,6 +574,20 @@ def main() -> int:
            r["second"].rc == 0 and r["verify"].rc == 0,
            f"killed at {r['flags_at_kill']} batches; second exit {r['second'].rc}; "
            f"verify --all exit {r['verify'].rc}")
+    r = store_deleted_mid_job(scratch())
+    record("store deleted mid-job", r["outcome"].one_line_error and not r["left"]
+           and r["again"].rc == 0 and verify_all(r["store"]).rc == 0,
+           f"{r['outcome'].err_lines[-1:]}; left behind: {r['left'] or 'nothing'}; "
+           f"run again with --overwrite: exit {r['again'].rc}")
+    if can_mount():
+        r = read_only_mid_job(scratch())
+        record("file system remounted read-only mid-job",
+               r["outcome"].one_line_error and r["resumed"].rc == 0 and r["verify"].rc == 0,
+               f"{r['outcome'].err_lines[-1:]}; lock left: {r['lock_left']}; --resume "
+               f"exit {r['resumed'].rc}; verify --all exit {r['verify'].rc}")
+    else:
+        record("file system remounted read-only mid-job", True,
+               "not run: this process may not mount a file system")
     for kind in ("file", "zarr"):
         r = overwrite_foreign(scratch(), kind)
         record(f"--overwrite on a foreign {kind}", r["outcome"].one_line_error and r["unchanged"],
@@ -502,6 +598,14 @@ def main() -> int:
                and not r["partials"],
                f"verify exit {r['verify'].rc}, repair exit {r['repair'].rc}, "
                f"verify --all exit {r['verify_all'].rc}")
+    r = misplaced_shards(scratch())
+    record("shards swapped, one copied from another store",
+           "damaged: 3 flagged batch(es)" in r["info"].out and r["read"].one_line_error
+           and "damaged" in r["read"].err
+           and r["resume"].rc == 0 and r["verify_all"].rc == 0,
+           f"info: {[x for x in r['info'].out.splitlines() if 'damaged' in x][:1]}; "
+           f"read exit {r['read'].rc}: {r['read'].err_lines[-1:]}; --resume exit "
+           f"{r['resume'].rc}; verify --all exit {r['verify_all'].rc}")
     for fmt, r in huge_declared_counts(scratch()).items():
         ok = (r["cli"].one_line_error or r["cli"].rc == 0) and (r["max_rss_mb"] or 1e9) < 1024
         record(f"two billion vertices declared ({fmt})", ok and not (

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import socket
 import time
 from pathlib import Path
@@ -259,6 +260,50 @@ def test_a_worker_of_another_run_writes_nothing(cpu_client, rome, tmp_path):
 
 
 @pytest.mark.slow
+def test_a_store_deleted_mid_job_leaves_nothing(tmp_path):
+    """rm -rf of the store while workers write it: one line, no folder made again by
+    a worker, and the job runs again (before: folders recreated that --overwrite then
+    refused to delete as not a store)."""
+    r = faults.store_deleted_mid_job(tmp_path)
+    assert r["outcome"].one_line_error and "was removed" in r["outcome"].err
+    assert r["left"] == []
+    assert r["again"].rc == 0, r["again"].err
+    assert faults.verify_all(r["store"]).rc == 0
+
+
+def test_the_empty_folders_of_a_deleted_store_are_no_store(cpu_client, rome, tmp_path):
+    from mgapsp.store import check_target, store_state
+
+    out = tmp_path / "remains.zarr"
+    (out / "distances" / "c" / "4").mkdir(parents=True)
+    (out / "distances" / "c" / "4" / "0.abc.partial").write_bytes(b"half")
+    assert store_state(out) == "remains"
+    with pytest.raises(StoreError, match="empty folders"):
+        Store.open(out)
+    assert check_target(out) == "remains"
+    _store(rome, cpu_client, out)           # made again, without --overwrite
+    assert not list(out.rglob("*.partial"))
+    (tmp_path / "theirs" / "distances").mkdir(parents=True)
+    (tmp_path / "theirs" / "distances" / "notes.txt").write_text("mine")
+    assert store_state(tmp_path / "theirs") == "foreign"
+
+
+@pytest.mark.slow
+def test_a_read_only_remount_mid_job_is_one_line(tmp_path):
+    """The store's file system remounted read-only mid-job: the write's error alone (the
+    lock's release no longer hides it); the lock it could not remove is stale, so
+    --resume after the file system is writable again finishes the job."""
+    if not faults.can_mount():
+        pytest.skip("mounting a file system needs root")
+    r = faults.read_only_mid_job(tmp_path)
+    assert r["outcome"].one_line_error, r["outcome"].err
+    assert "Read-only file system" in r["outcome"].err and "--resume" in r["outcome"].err
+    assert r["lock_left"]
+    assert r["resumed"].rc == 0, r["resumed"].err
+    assert r["verify"].rc == 0, r["verify"].out
+
+
+@pytest.mark.slow
 def test_killed_client_then_overwrite_never_mixes_runs(tmp_path):
     """The issue's silent-wrong-data case: a directed run's client killed while its
     workers compute, then --overwrite --undirected on the same path."""
@@ -416,6 +461,73 @@ def test_resume_checks_a_small_store_deeply(cpu_client, rome, tmp_path):
     assert deep.resume_check == "deep" and deep.repaired_batches == [3]
     assert not damaged_batches(Store.open(out), deep=True)
     assert_distances_equal(Store.open(out).group["distances"][:], scipy_distances(rome))
+
+
+def test_shards_in_the_wrong_place_are_damage(cpu_client, rome, tmp_path):
+    """Whole shards in another batch's place, or from another store of the same job,
+    pass every checksum; their identity says where they belong, so every quick check
+    (info, reads, --resume) finds them and --resume computes those batches again."""
+    a, b = tmp_path / "a.zarr", tmp_path / "b.zarr"
+    _store(rome, cpu_client, a)
+    _store(rome, cpu_client, b)
+    first, second = faults._shard(a, 2), faults._shard(a, 3)
+    swap = first.read_bytes()
+    first.write_bytes(second.read_bytes())
+    second.write_bytes(swap)
+    shutil.copyfile(faults._shard(b, 5), faults._shard(a, 5))
+    found = damaged_batches(Store.open(a))
+    assert sorted(found) == [2, 3, 5]
+    assert "holds the rows of batch 3" in found[2] and "batch 2" in found[3]
+    assert "belongs to another store" in found[5]
+    with pytest.raises(StoreError, match="batch 2"):
+        mgapsp.open(a).distances([513])
+    assert mgapsp.open(a).distances([1])[0, 4] == scipy_distances(rome, [0])[0, 4]
+    report = run_job(rome, a, cpu_client, dtype="float64", batch_size=256, resume=True)
+    assert report.repaired_batches == [2, 3, 5]
+    assert not damaged_batches(Store.open(a), deep=True)
+    assert_distances_equal(mgapsp.open(a).distances(), scipy_distances(rome))
+
+
+def test_chunk_files_in_the_wrong_place_are_damage(cpu_client, rome, tmp_path):
+    """Without shards a file's name is all that says where a chunk belongs: each
+    batch records its chunks' CRCs, so a chunk file copied over another is found by
+    the quick check and computed again; the record itself is checked."""
+    out = tmp_path / "files.zarr"
+    _store(rome, cpu_client, out, shards=False)
+    chunk = out / "distances" / "c"
+    shutil.copyfile(chunk / "4" / "0", chunk / "6" / "0")
+    (out / "chunk_crc" / "distances" / "c" / "8" / "0").unlink()
+    found = damaged_batches(Store.open(out))
+    assert sorted(found) == [6, 8]
+    assert "not the chunk written there" in found[6] and "missing" in found[8]
+    with pytest.raises(StoreError, match="batch 6"):
+        mgapsp.open(out).distances([6 * 256 + 1])
+    report = run_job(rome, out, cpu_client, dtype="float64", batch_size=256, resume=True)
+    assert report.repaired_batches == [6, 8]
+    assert not damaged_batches(Store.open(out), deep=True)
+    assert_distances_equal(mgapsp.open(out).distances(), scipy_distances(rome))
+
+
+def test_a_shard_says_where_it_belongs(cpu_client, rome, tmp_path):
+    """The identity block is inside the shard, before its index, with its own CRC: a
+    flipped bit in it is damage; Zarr reads the shard as before."""
+    from mgapsp.store.files import ShardIdentity
+
+    out = tmp_path / "id.zarr"
+    s = _store(rome, cpu_client, out)
+    ident = ShardIdentity.of(s.group["distances"])
+    assert ident is not None and ident.array == "distances"
+    assert ident.store_id != ShardIdentity.of(
+        _store(rome, cpu_client, tmp_path / "other.zarr").group["distances"]).store_id
+    data = faults._shard(out, 4).read_bytes()
+    per = 1 + (rome.n - 1) // s.job["col_chunk"]
+    block = data[-(16 * per + 4) - ident.SIZE:-(16 * per + 4)]
+    assert ident.problem(block, (4, 0)) is None
+    assert "batch 4" in ident.problem(block, (6, 0))
+    faults._flip(faults._shard(out, 4), -(16 * per + 4) - 20, 1)
+    assert "no identity" in damaged_batches(Store.open(out))[4]
+    fresh = zarr.open_group(out, mode="r")
+    np.testing.assert_array_equal(fresh["distances"][:256], s.group["distances"][:256])
 
 
 def test_every_chunk_carries_a_checksum(cpu_client, rome, tmp_path):

@@ -373,8 +373,10 @@ class _Job:
                 fut.cancel()
             try:
                 self.record()
-            except Exception as exc:    # the job's own error says more
-                log.warning("%s: progress not recorded: %s", self.store.path, exc)
+            except Exception as exc:
+                # the job's own error says more (a read-only or full disk fails both);
+                # the batches' flags, not this summary, say what is done
+                log.debug("%s: progress not recorded: %s", self.store.path, exc)
             raise
         finally:
             watchdog.stop()

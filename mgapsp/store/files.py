@@ -3,8 +3,8 @@
 :class:`ChunkLayout` reads an array's codecs once and says how its chunk bytes are made
 and where they go; a chunk file is written beside its place and renamed there
 (:func:`write_file_atomic`); a shard (Zarr's ``sharding_indexed``, index and CRC-32C at its
-end) is a row of chunks written in pieces by several threads, then its index, then
-renamed into place (:class:`_ShardFile`).  This relies on ``zarr.core`` (buffers,
+end) is a row of chunks written in pieces by several threads, then its identity
+(:class:`ShardIdentity`), its index, then renamed into place (:class:`_ShardFile`).  This relies on ``zarr.core`` (buffers,
 metadata encoding), so ``pyproject.toml`` pins Zarr to the tested minor version.
 """
 
@@ -75,6 +75,15 @@ class ChunkLayout:
         from zarr.storage import LocalStore
 
         self.arr = arr
+        #: what each shard of this array says it belongs to (stores made before shards
+        #: carried one: None)
+        self.identity = ShardIdentity.of(arr) if self.shard is not None else None
+        # chunk files: the path (within the store) of the array recording each
+        # written chunk's CRC-32C, a row per batch (stores made before: None)
+        record = arr.attrs.get("mgapsp_chunk_crcs")
+        self.record = (record if self.shard is None and self.crc and isinstance(record, str)
+                       else None)
+        self._record_layout: ChunkLayout | None = None
         store = arr.store_path.store
         self.root = Path(store.root) if isinstance(store, LocalStore) else None
         self.chunks = arr.chunks        # a shard's inner chunks, where sharded
@@ -90,6 +99,22 @@ class ChunkLayout:
         """The stored bytes of a chunk whose encoded bytes are ``frame`` (a uint8
         array or bytes): a list of buffers, the CRC-32C last where the array keeps one."""
         return [frame, crc32c(frame)] if self.crc else [frame]
+
+    def record_layout(self) -> "ChunkLayout":
+        """The layout of the array recording this one's chunk CRCs (:attr:`record`)."""
+        if self._record_layout is None:
+            parent = self.arr.store_path.path.rpartition("/")[0]
+            path = f"{parent}/{self.record}" if parent else self.record
+            store = self.arr.store_path.store
+            self._record_layout = ChunkLayout(zarr.open_array(
+                store=store, path=path, mode="r" if store.read_only else "r+"))
+        return self._record_layout
+
+    def put_record(self, row: int, crcs: np.ndarray, guard=None) -> int:
+        """Record the CRCs of the chunks of ``row`` (a uint32 each) once they are
+        stored."""
+        rec = self.record_layout()
+        return rec.put_key((row, 0), rec.encode(np.ascontiguousarray(crcs, "<u4")), guard)
 
     def put(self, row_chunk: int, col_chunk: int, tile: np.ndarray, guard=None) -> int:
         return self.put_key((row_chunk, col_chunk), self.encode(tile), guard)
@@ -182,7 +207,7 @@ def write_file_atomic(path: Path, data, guard=None) -> int:
     """``data`` (a buffer, or a list of buffers written one after another) into the file
     ``path`` as a whole: written beside it, then renamed, ``guard()`` (which may raise
     to refuse the file) called just before."""
-    tmp, fd = _open_partial(path)
+    tmp, fd = _open_partial(path, guard)
     try:
         n = 0
         for part in (data if isinstance(data, list) else [data]):
@@ -196,15 +221,18 @@ def write_file_atomic(path: Path, data, guard=None) -> int:
     return n
 
 
-def _open_partial(path: Path) -> tuple[Path, int]:
+def _open_partial(path: Path, guard=None) -> tuple[Path, int]:
     """A new file beside ``path``, to be renamed there once whole, open for writing
-    (the directory made if need be): its path and descriptor."""
+    (the directory made if need be, once ``guard()`` says the store is still there):
+    its path and descriptor."""
     tmp = path.with_name(f"{path.name}.{uuid.uuid4().hex}{PARTIAL}")
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
     try:
         try:
             return tmp, os.open(tmp, flags, 0o666)
         except FileNotFoundError:       # the chunk's directory is new
+            if guard is not None:       # or the store was deleted: not made again
+                guard()
             path.parent.mkdir(parents=True, exist_ok=True)
             return tmp, os.open(tmp, flags, 0o666)
     except OSError as exc:
@@ -253,6 +281,57 @@ def _pwrite(fd: int, data, offset: int, path=None) -> int:
 
 #: a shard's index gives this offset and size for a chunk it does not hold
 NO_CHUNK = 2**64 - 1
+
+
+class ShardIdentity:
+    """Which store, array and batch a shard belongs to.
+
+    A CRC says that a file's bytes are whole, not that they are in their place: a shard
+    copied from another batch or another store passes every checksum.  So each shard
+    ends, right before its index, with a block of :attr:`SIZE` bytes: a tag, the store's
+    id (made once, when the store is; the same for every run), a CRC of the array's name,
+    the shard's coordinates, and the block's own CRC-32C.  Zarr reads a shard's chunks
+    through its index and never looks at these bytes.  The array's attribute
+    ``mgapsp_shard_id`` (``{"store": hex, "array": name}``) says that its shards carry
+    one; stores made before that carry none and are checked as before.
+    """
+
+    TAG = b"MGAPSPID"
+    SIZE = 8 + 16 + 4 + 8 + 8 + 4
+
+    def __init__(self, store_id: str, array: str):
+        self.store_id, self.array = store_id, array
+        self._head = self.TAG + bytes.fromhex(store_id) + crc32c(array.encode())
+
+    @classmethod
+    def of(cls, arr: zarr.Array) -> "ShardIdentity | None":
+        rec = arr.attrs.get("mgapsp_shard_id")
+        try:
+            return cls(rec["store"], rec["array"]) if rec else None
+        except (KeyError, TypeError, ValueError):
+            return None
+
+    def block(self, coords: tuple) -> bytes:
+        """The identity block of the shard at ``coords`` (row, column)."""
+        body = (self._head + int(coords[0]).to_bytes(8, "little")
+                + int(coords[-1]).to_bytes(8, "little"))
+        return body + crc32c(body)
+
+    def problem(self, block: bytes, coords: tuple) -> str | None:
+        """What is wrong with ``block`` as the identity of the shard at ``coords``."""
+        if len(block) != self.SIZE or not block.startswith(self.TAG) \
+                or crc32c(block[:-4]) != block[-4:]:
+            return "carries no identity of this store (damaged, or not written by it)"
+        if block[8:24] != self._head[8:24]:
+            return f"belongs to another store (id {block[8:24].hex()})"
+        if block[24:28] != self._head[24:28]:
+            return "belongs to another array of this store"
+        row = int.from_bytes(block[28:36], "little")
+        col = int.from_bytes(block[36:44], "little")
+        if (row, col) != (int(coords[0]), int(coords[-1])):
+            return (f"holds the rows of batch {row}" if col == int(coords[-1])
+                    else f"belongs at shard ({row}, {col})")
+        return None
 #: a span of frames made on the GPU goes to the file in pieces of at least this many
 #: bytes, one per storing thread at most
 PIECE_BYTES = 2 * 2**20
@@ -270,13 +349,14 @@ class _ShardFile:
         self.lay = lay
         self.guard = guard
         self.key = lay.key(coords)
+        self.coords = coords
         self.index = np.full((n_chunks, 2), NO_CHUNK, dtype="<u8")
         self.end = 0
         self.fd = None
         self.parts: list[tuple[int, bytes]] = []
         if lay.root is not None:
             self.path = lay.root / self.key
-            self.tmp, self.fd = _open_partial(self.path)
+            self.tmp, self.fd = _open_partial(self.path, guard)
 
     def place(self, k: int, sizes) -> int:
         """Room for chunks ``k, k + 1, ..`` of ``sizes`` bytes after those placed
@@ -298,11 +378,12 @@ class _ShardFile:
         return len(part)
 
     def close(self) -> int:
-        """Write the index and put the shard in its place; returns its bytes."""
-        import google_crc32c
-
+        """Write the identity and the index and put the shard in its place; returns its
+        bytes."""
         index = self.index.tobytes()
-        tail = index + int(google_crc32c.value(index)).to_bytes(4, "little")
+        tail = index + crc32c(index)
+        if self.lay.identity is not None:
+            tail = self.lay.identity.block(self.coords) + tail
         if self.fd is None:
             whole = bytearray(self.end + len(tail))
             for offset, data in self.parts:
@@ -328,22 +409,38 @@ class _ShardFile:
 
 class ChunkFiles:
     """A batch's row of chunks stored as a file per chunk, each by a pool thread;
-    ``guard()`` is called before each file is put in place."""
+    ``guard()`` is called before each file is put in place.  A file's name is all that
+    says where a chunk belongs, so where the array keeps a record (``lay.record``) the
+    row's CRCs are recorded after its chunks: a chunk file copied into another's place
+    then differs from the record."""
 
     def __init__(self, lay: ChunkLayout, row: int, guard=None):
         self.lay, self.row, self.guard = lay, row, guard
+        self.crcs = (np.zeros(-(-lay.arr.shape[1] // lay.chunks[1]), dtype="<u4")
+                     if lay.record else None)
+
+    def _put(self, j: int, data: list) -> int:
+        if self.crcs is not None:
+            self.crcs[j] = int.from_bytes(bytes(data[-1]), "little")
+        return self.lay.put_key((self.row, j), data, self.guard)
 
     def frames(self, pool, first: int, frames, starts) -> list[Future]:
-        lay, i = self.lay, self.row
-        return [pool.submit(lay.put_bytes, i, first + k, frames[starts[k]:starts[k + 1]],
-                            self.guard)
+        lay = self.lay
+        return [pool.submit(lambda j=first + k, f=frames[starts[k]:starts[k + 1]]:
+                            self._put(j, lay.with_crc(f)))
                 for k in range(len(starts) - 1)]
 
     def tile(self, pool, j: int, make: Callable[[], np.ndarray]) -> Future:
-        return pool.submit(lambda: self.lay.put(self.row, j, make(), self.guard))
+        def put():
+            data = self.lay.encode(make())
+            return self._put(j, [data[:-4], data[-4:]] if self.lay.crc else [data])
+        return pool.submit(put)
 
     def finish(self, futures: list[Future]) -> int:
-        return sum(f.result() for f in futures)
+        stored = sum(f.result() for f in futures)
+        if self.crcs is not None:
+            stored += self.lay.put_record(self.row, self.crcs, self.guard)
+        return stored
 
     def abort(self) -> None:
         pass

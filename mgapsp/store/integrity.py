@@ -1,11 +1,12 @@
 """Finding damaged batches in a store without recomputing them.
 
 Every chunk of a store made by this mgapsp ends with its CRC-32C (Zarr's ``crc32c``
-codec), and every shard with its index's CRC-32C.  :func:`damaged_batches` reads a
+codec), and every shard with its identity (:class:`~.files.ShardIdentity`: which store
+and batch it is) and its index's CRC-32C.  :func:`damaged_batches` reads a
 batch's files and checks them:
 
-- ``quick``: each file is there, and each shard's index is whole (its CRC holds, its
-  chunks lie inside the file).  One small read per shard: what ``--resume`` and
+- ``quick``: each file is there, each shard is the one of its place (its identity)
+  and its index is whole (its CRC holds, its chunks lie inside the file).  One small read per shard: what ``--resume`` and
   ``info`` do.
 - ``deep``: every chunk's bytes against their CRC too (or, in a store made before
   chunks had one, through their decoder).  Reads everything: what ``verify`` and
@@ -72,15 +73,19 @@ def _check_row(lay: ChunkLayout, row: int, deep: bool) -> str | None:
         return _check_by_reading(arr, row) if deep else None
     n_cols = -(-arr.shape[1] // lay.chunks[1])
     if lay.shard is None:
+        recorded, problem = _recorded_crcs(lay, row)
+        if problem:
+            return problem
         for j in range(n_cols):
-            problem = _check_chunk_file(lay, lay.key((row, j)), deep)
+            problem = _check_chunk_file(lay, lay.key((row, j)), deep,
+                                        None if recorded is None
+                                        else recorded[4 * j:4 * j + 4])
             if problem:
                 return problem
         return None
     per = lay.shard
     for s in range(-(-n_cols // per)):
-        key = lay.key((row, s))
-        problem = _check_shard(lay, key, min(per, n_cols - s * per), per, deep)
+        problem = _check_shard(lay, (row, s), min(per, n_cols - s * per), per, deep)
         if problem:
             return problem
     return None
@@ -101,14 +106,40 @@ def _size(path, key: str) -> tuple[int, str | None]:
     return size, (f"{key} is empty" if size == 0 else None)
 
 
-def _check_chunk_file(lay: ChunkLayout, key: str, deep: bool) -> str | None:
+def _recorded_crcs(lay: ChunkLayout, row: int) -> tuple[bytes | None, str | None]:
+    """The CRCs recorded for the chunk files of ``row`` (4 bytes each), where the array
+    keeps a record; else None."""
+    if lay.record is None:
+        return None, None
+    rec = lay.record_layout()
+    key = rec.key((row, 0))
+    size, problem = _size(rec.root / key, key)
+    if problem:
+        return None, problem
+    data = _read(rec.root / key)
+    if _check_chunk(rec, data, key) or len(data) != 4 * rec.chunks[1] + 4:
+        return None, f"{key}: the record of its chunks' checksums is damaged"
+    return data[:-4], None
+
+
+def _check_chunk_file(lay: ChunkLayout, key: str, deep: bool,
+                      recorded: bytes | None = None) -> str | None:
+    """What is wrong with a chunk file; ``recorded``: the CRC its batch recorded."""
     path = lay.root / key
     size, problem = _size(path, key)
     if problem:
         return problem
+    if lay.crc and size <= 4:
+        return f"{key} is too short"
     if deep:
-        return _check_chunk(lay, _read(path), key)
-    return f"{key} is too short" if lay.crc and size <= 4 else None
+        data = _read(path)
+        problem = _check_chunk(lay, data, key)
+        end = data[-4:]
+    else:
+        end = _read(path, size - 4, 4) if recorded is not None else None
+    if not problem and recorded is not None and end != recorded:
+        problem = f"{key} is not the chunk written there (its checksum is not the recorded one)"
+    return problem
 
 
 def _check_chunk(lay: ChunkLayout, data: bytes, where: str) -> str | None:
@@ -127,24 +158,32 @@ def _check_chunk(lay: ChunkLayout, data: bytes, where: str) -> str | None:
     return None
 
 
-def _check_shard(lay: ChunkLayout, key: str, n_chunks: int, per: int, deep: bool) -> str | None:
+def _check_shard(lay: ChunkLayout, coords: tuple, n_chunks: int, per: int,
+                 deep: bool) -> str | None:
+    key = lay.key(coords)
     path = lay.root / key
     tail = 16 * per + 4
+    ident = lay.identity.SIZE if lay.identity is not None else 0
     size, problem = _size(path, key)
     if problem:
         return problem
-    if size < tail:
+    if size < tail + ident:
         return f"{key} is truncated ({size} bytes)"
     data = _read(path) if deep else None
-    end = data[-tail:] if deep else _read(path, size - tail, tail)
+    end = data[-tail - ident:] if deep else _read(path, size - tail - ident, tail + ident)
+    end, block = end[ident:], end[:ident]
     if crc32c(end[:-4]) != end[-4:]:
         return f"{key}: its index fails its checksum (damaged or truncated)"
+    if ident:
+        problem = lay.identity.problem(block, coords)
+        if problem:
+            return f"{key} {problem}"
     index = np.frombuffer(end[:-4], dtype="<u8").reshape(per, 2)
     for k in range(n_chunks):
         offset, nbytes = (int(x) for x in index[k])
         if offset == NO_CHUNK:
             return f"{key}: chunk {k} is missing"
-        if offset + nbytes > size - tail:
+        if offset + nbytes > size - tail - ident:
             return f"{key}: chunk {k} lies beyond the file's end (truncated)"
         if deep:
             problem = _check_chunk(lay, data[offset:offset + nbytes], f"{key}: chunk {k}")

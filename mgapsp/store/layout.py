@@ -85,7 +85,8 @@ def _run_record(run_id: str) -> dict:
 
 def store_state(path) -> str:
     """What is at ``path``: ``"absent"``, ``"empty"`` (an empty directory), ``"file"``
-    (not a directory), ``"foreign"`` (a directory that is not an mgapsp store),
+    (not a directory), ``"remains"`` (only the empty folders of a store deleted while
+    its workers wrote it), ``"foreign"`` (a directory that is not an mgapsp store),
     ``"creating"`` (an mgapsp store whose creation did not finish) or ``"ready"``."""
     path = os.fspath(path)
     if not os.path.lexists(path):
@@ -96,7 +97,9 @@ def store_state(path) -> str:
         with open(os.path.join(path, "zarr.json"), "rb") as fh:
             meta = json.loads(fh.read())
     except FileNotFoundError:
-        return "foreign" if os.listdir(path) else "empty"
+        if not os.listdir(path):
+            return "empty"
+        return "remains" if _only_empty_members(path) else "foreign"
     except (OSError, ValueError):
         return "foreign"
     attrs = meta.get("attributes") if isinstance(meta, dict) else None
@@ -106,12 +109,25 @@ def store_state(path) -> str:
     return "creating" if attrs.get("state") == "creating" else "ready"
 
 
+def _only_empty_members(path) -> bool:
+    """Whether the directory ``path`` holds only folders named as a store's members,
+    with no file in them but writers' partial files."""
+    for entry in os.scandir(path):
+        if entry.name not in STORE_MEMBERS or not entry.is_dir(follow_symlinks=False):
+            return False
+        for _, _, files in os.walk(entry.path):
+            if any(not f.endswith(".partial") for f in files):
+                return False
+    return True
+
+
 def check_target(path, *, resume: bool = False, overwrite: bool = False) -> str:
     """The :func:`store_state` of ``path``, where a run may write its store there: nothing
-    there, an empty directory, or an mgapsp store to ``resume`` or ``overwrite``.
-    Anything else is refused: ``--overwrite`` deletes only what mgapsp made."""
+    there, an empty directory (or the empty folders of a deleted store), or an mgapsp
+    store to ``resume`` or ``overwrite``.  Anything else is refused: ``--overwrite``
+    deletes only what mgapsp made."""
     state = store_state(path)
-    if state in ("absent", "empty"):
+    if state in ("absent", "empty", "remains"):
         return state
     if os.path.islink(path) and not resume:
         raise StoreError(f"{path} is a symbolic link; give the store's own path "
@@ -138,7 +154,7 @@ def check_target(path, *, resume: bool = False, overwrite: bool = False) -> str:
 #: what a store holds besides its root's zarr.json: Zarr nodes of these names
 STORE_MEMBERS = frozenset({"distances", "predecessors", "vertex", "source",
                            "source_index", "target", "target_index", "batch_done",
-                           "graph"})
+                           "graph", "chunk_crc"})
 
 
 def foreign_entries(path) -> list[str]:
@@ -156,6 +172,7 @@ def prepare_path(path, *, overwrite: bool, run_id: str = "") -> None:
     mgapsp store there with ``overwrite``."""
     if check_target(path, overwrite=overwrite) in ("absent", "empty"):
         return
+    # an mgapsp store, or the empty folders left of one deleted while it was written
     # moved aside first, so that a worker of the old run finds no store to write into
     aside = f"{os.path.abspath(path)}.deleting-{run_id or uuid.uuid4().hex[:12]}"
     try:
@@ -192,6 +209,9 @@ class Store:
         if state == "foreign":
             raise StoreError(f"{path}: not an mgapsp store (no zarr.json with mgapsp's "
                              "format version and fingerprint)")
+        if state == "remains":
+            raise StoreError(f"{path}: no store, only the empty folders of one deleted "
+                             "while it was written; run the job again")
         if state == "creating":
             raise StoreError(f"{path}: a store whose creation did not finish (its run "
                              "stopped); run the job again with --resume or --overwrite")
@@ -289,13 +309,29 @@ class Store:
         chunks = (plan.batch_size, plan.col_chunk)
         # a shard is a batch's whole row of chunks, so a worker writes one file a batch
         row = (plan.batch_size, -(-n // plan.col_chunk) * plan.col_chunk) if shards else None
+        # each shard says which store and batch it is (files.ShardIdentity): a shard
+        # copied into the wrong place is damage, found by the quick check
+        store_id = uuid.uuid4().hex
+
+        def ident(name):
+            if shards:
+                return {"mgapsp_shard_id": {"store": store_id, "array": name}}
+            # chunk files: their CRCs recorded per batch (files.ChunkFiles)
+            group.require_group("chunk_crc").create_array(
+                name, shape=(plan.n_batches, -(-n // plan.col_chunk)),
+                chunks=(1, -(-n // plan.col_chunk)), dtype="<u4", fill_value=0,
+                compressors=[Crc32cCodec()], dimension_names=("batch", "chunk"))
+            return {"mgapsp_chunk_crcs": f"chunk_crc/{name}"}
+
         group.create_array("distances", shape=(s, n), chunks=chunks, shards=row,
                            dtype=plan.dtype, fill_value=np.nan, compressors=codecs,
-                           dimension_names=("source", "target"))
+                           dimension_names=("source", "target"),
+                           attributes=ident("distances"))
         if plan.predecessors:
             group.create_array("predecessors", shape=(s, n), chunks=chunks, shards=row,
                                dtype="int32", fill_value=-1, compressors=codecs,
-                               dimension_names=("source", "target"))
+                               dimension_names=("source", "target"),
+                               attributes=ident("predecessors"))
         targets = np.arange(graph.n) if plan.targets is None else plan.targets
         labels = _stored_labels(graph)
         # labels as the coordinates of their dimensions: xarray's .sel(source=a,

@@ -199,7 +199,13 @@ class StoreLock:
         if self.held and not self.lost:
             record = self.holder()
             if record and record.get("run") == self.run_id:
-                self.path.unlink(missing_ok=True)
+                try:
+                    self.path.unlink(missing_ok=True)
+                except OSError:
+                    # a file system gone read-only: the lock stays, naming a process
+                    # that ends now, so the next run takes it as stale; the job's own
+                    # error is the one to show
+                    pass
         self.held = False
 
     def __enter__(self) -> "StoreLock":

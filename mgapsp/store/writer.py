@@ -116,9 +116,10 @@ _LAYOUTS: dict[tuple, ChunkLayout] = {}
 
 def _layout(arr: zarr.Array) -> ChunkLayout:
     # keyed by what decides the bytes, so that a store replaced under the same path
-    # (--overwrite) never reuses the old array's layout
+    # (--overwrite) never reuses the old array's layout or shard identity
     key = (str(arr.store_path), arr.shape, arr.chunks, str(arr.dtype),
-           repr(arr.metadata.codecs), repr(arr.fill_value))
+           repr(arr.metadata.codecs), repr(arr.fill_value),
+           repr(arr.attrs.get("mgapsp_shard_id")))
     lay = _LAYOUTS.get(key)
     if lay is None:
         if len(_LAYOUTS) >= 16:
