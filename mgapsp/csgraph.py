@@ -26,6 +26,7 @@ from .devices import gpu_count
 from .errors import (GraphFormatError, InsufficientMemoryError, MgapspError,
                      NegativeCycleError, UnsupportedError, quote)
 from .graph import Graph
+from .plan import choose_dtype
 
 __all__ = ["shortest_path", "dijkstra", "bellman_ford", "johnson", "floyd_warshall"]
 
@@ -287,17 +288,26 @@ def _run(backend: Backend, graph: Graph, algorithm: str, sources: np.ndarray,
          predecessors: bool) -> tuple[np.ndarray, np.ndarray | None]:
     """Rows ``sources`` from ``backend`` in float64, in batches that fit its memory;
     predecessors (-1 for none) when asked."""
-    f64 = np.dtype(np.float64)
+    # on the GPU, float32 where it is exact (or checked batch by batch, see
+    # plan.choose_dtype) computes and copies half the bytes; the answer is float64.
+    # Predecessors stay as they were: float64, which on the GPU means SciPy's answer
+    try:
+        dtype, _, checked = choose_dtype(graph, "auto")
+    except MgapspError:         # sums past float64's range: SciPy's inf, as SciPy
+        dtype, checked = "float64", False
+    compute = np.dtype(dtype if backend.name == "gpu" and not predecessors else np.float64)
     step, free = len(sources), backend.memory_available()
-    while step > 1 and backend.memory_needed(graph, step, algorithm=algorithm, dtype=f64,
+    while step > 1 and backend.memory_needed(graph, step, algorithm=algorithm,
+                                             dtype=compute,
                                              predecessors=predecessors) > free:
         step = (step + 1) // 2
     potentials = backend.potentials(graph) if algorithm == JOHNSON.name else None
-    dist = np.empty((len(sources), graph.n), dtype=np.float64)
+    dist = np.empty((len(sources), graph.n), dtype=compute)
     pred = np.empty((len(sources), graph.n), dtype=np.int32) if predecessors else None
-    backend.fill_rows(graph, sources, dist, pred, batch_size=step, algorithm=algorithm,
-                      potentials=potentials)
-    return dist, pred
+    fill = backend.fill_rows_exact if checked and compute == np.float32 else backend.fill_rows
+    wide = fill(graph, sources, dist, pred, batch_size=step, algorithm=algorithm,
+                potentials=potentials)
+    return (dist if wide is None else wide), pred
 
 
 def _scipy_shapes(dist: np.ndarray, pred: np.ndarray | None, shape: tuple) -> Answer:

@@ -23,6 +23,7 @@ __all__ = [
     "ResumeMismatchError",
     "UnknownLabelError",
     "UnsupportedError",
+    "Float32Inexact",
     "quote",
 ]
 
@@ -128,6 +129,22 @@ class UnknownLabelError(MgapspError, KeyError):
 
 class UnsupportedError(MgapspError):
     """A combination of options that this backend or algorithm does not provide."""
+
+
+class Float32Inexact(MgapspError):
+    """Distances computed in float32 reached float32's exact integers' end (2**24):
+    they may be rounded, so the rows from ``rows_done`` on are computed again in
+    float64 (see :func:`mgapsp.plan.choose_dtype`).  Raised by a batch, caught by the
+    job or the call that ran it; a user sees it only where float64 cannot be used."""
+
+    def __init__(self, value: float, rows_done: int = 0, batch: int | None = None):
+        self.value, self.rows_done, self.batch = float(value), int(rows_done), batch
+        where = f"batch {batch}'s" if batch is not None else "a batch's"
+        super().__init__(f"{where} distances reached {self.value:.9g} in float32, past "
+                         "its exact integers (2**24)")
+
+    def __reduce__(self):
+        return (type(self), (self.value, self.rows_done, self.batch))
 
 
 def quote(value, limit: int = 80) -> str:

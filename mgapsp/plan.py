@@ -15,7 +15,7 @@ import scipy.sparse as sp
 
 from . import algorithms as registry
 from .algorithms import BELLMAN_FORD, DIJKSTRA, FLOYD_WARSHALL, JOHNSON, PHAST
-from .backends import SLAB_ALIGN, get_backend
+from .backends import FLOAT32_EXACT, SLAB_ALIGN, get_backend
 from .errors import InsufficientMemoryError, MgapspError, UnsupportedError, quote
 from . import config
 from .graph import Graph
@@ -25,8 +25,8 @@ __all__ = ["JobPlan", "plan_job", "choose_algorithm", "road_like", "choose_batch
            "fw_by_slabs", "slab_bounds", "owner_of_rows", "small_job", "DTYPES"]
 
 DTYPES = ("auto", "float32", "float64")
-#: float32 holds every integer up to this exactly (its 24-bit significand)
-FLOAT32_EXACT = 2**24
+#: float32's largest finite value
+FLOAT32_MAX = float(np.finfo(np.float32).max)
 
 #: Floyd-Warshall beats n single-source runs when at least this fraction of the n*n
 #: possible edges exists (and every row is wanted).
@@ -64,6 +64,9 @@ class JobPlan:
     cpu_algorithm: str | None = None
     #: why ``dtype`` (chosen for exact answers, or asked for)
     dtype_reason: str = ""
+    #: float32 proven per batch: each batch's largest distance is checked below
+    #: FLOAT32_EXACT (see :func:`choose_dtype`), else the rows are computed in float64
+    checked32: bool = False
 
     def n_targets(self, n: int) -> int:
         return n if self.targets is None else len(self.targets)
@@ -245,8 +248,8 @@ def plan_job(graph: Graph, *, algorithm: str, backend: str, dtype: str, sources,
     the caller can build one (``auto`` may then pick phast).  ``threads``: the
     workers' threads together (CPU batches are cut for them: a worker may run one
     batch per thread); default ``n_workers``."""
-    dtype, dtype_reason = choose_dtype(graph, dtype, predecessors=predecessors,
-                                       gpu=backend in ("gpu", "hybrid"))
+    dtype, dtype_reason, checked32 = choose_dtype(graph, dtype, predecessors=predecessors,
+                                                  gpu=backend in ("gpu", "hybrid"))
     sources = (np.arange(graph.n, dtype=np.int64) if sources is None
                else graph.index_of(sources, what="source"))
     if len(sources) == 0:
@@ -312,14 +315,32 @@ def plan_job(graph: Graph, *, algorithm: str, backend: str, dtype: str, sources,
                    batch_size=batch_size, sources=sources, predecessors=predecessors,
                    col_chunk=column_chunk(graph.n if targets is None else len(targets),
                                           batch_size),
-                   targets=targets, cpu_algorithm=cpu_algorithm, dtype_reason=dtype_reason)
+                   targets=targets, cpu_algorithm=cpu_algorithm, dtype_reason=dtype_reason,
+                   checked32=checked32)
 
 
 def choose_dtype(graph: Graph, dtype: str, *, predecessors: bool = False,
-                 gpu: bool = False) -> tuple[str, str]:
-    """The distances' dtype and why: ``auto`` picks float32 only where every answer is
-    exact in it (integer weights whose longest possible path stays within 2**24),
-    else float64; a dtype asked for is kept, and said to round where it may."""
+                 gpu: bool = False) -> tuple[str, str, bool]:
+    """The distances' dtype, why, and whether float32 is checked per batch.
+
+    ``auto`` picks float32 where every answer is exact in it, else float64; a dtype
+    asked for is kept, and said to round where it may.
+
+    float32 holds every integer below 2**24 (:data:`FLOAT32_EXACT`) exactly.  With
+    integer weights whose every path sum stays below it, every distance is exact.
+    With non-negative integer weights whose path sums may pass it, a distance below
+    2**24 is still computed exactly: every prefix of a shortest path is itself a
+    shortest distance, so each sum along it is an integer below 2**24, exact; and a
+    sum that rounds is at least 2**24 before rounding, so (rounding being monotone
+    and 2**24 a float32) at least 2**24 after, and never wins a minimum against a
+    distance below it.  The same holds for every value that Bellman-Ford, Dijkstra,
+    Floyd-Warshall or a hierarchy's sweep keeps: each is the exact length of a path
+    or at least 2**24.  So float32 is chosen, *checked*: each batch's largest finite
+    distance is compared with 2**24, and a batch that reaches it is computed again
+    in float64 (``checked32``; a job then runs in float64, a call from that batch
+    on).  The check needs path sums within float32's range (else a sum would read as
+    ``inf``, "unreachable").
+    """
     dtype = str(np.dtype(dtype)) if dtype not in DTYPES and _is_dtype(dtype) else str(dtype)
     if dtype not in DTYPES:
         raise MgapspError(f"unknown dtype {dtype!r}; choose auto, float32 or float64")
@@ -336,20 +357,36 @@ def choose_dtype(graph: Graph, dtype: str, *, predecessors: bool = False,
             "unreachable; scale them down")
     exact32 = integral and bound <= FLOAT32_EXACT
     if dtype == "float64":
-        return dtype, "asked for"
+        return dtype, "asked for", False
     if dtype == "float32":
         return dtype, ("asked for; exact: integer weights, every path sum within 2**24"
-                       if exact32 else "asked for; distances may be rounded to float32")
+                       if exact32 else "asked for; distances may be rounded to float32"), False
     if exact32:
-        return "float32", "integer weights, every path sum within 2**24: exact in float32"
+        return ("float32", "integer weights, every path sum within 2**24: exact in "
+                "float32", False)
+    if integral and not graph.has_negative_weights and bound < FLOAT32_MAX:
+        return ("float32", f"integer weights whose path sums may reach {bound:.3g}: "
+                "float32, exact where each batch's largest distance is below 2**24 "
+                "(checked; float64 where it is not)", True)
     why = ("weights that are not integers" if not integral else
-           f"path sums that may reach {bound:.3g}, beyond float32's exact 2**24")
+           "negative integer weights" if graph.has_negative_weights else
+           f"path sums that may reach {bound:.3g}, beyond float32's range")
     if predecessors and gpu:
         raise UnsupportedError(
             f"predecessors on the GPU need float32, which would round this graph's "
             f"distances ({why}); pass dtype float32 to accept rounding, or use the cpu "
             "backend")
-    return "float64", f"{why}: float64 keeps every distance exact"
+    return "float64", f"{why}: float64 keeps every distance exact", False
+
+
+def float64_after(plan: JobPlan, exc) -> JobPlan:
+    """``plan`` in float64, after a batch checked in float32 failed (``exc``: the
+    :class:`~mgapsp.errors.Float32Inexact` it raised)."""
+    from dataclasses import replace
+
+    return replace(plan, dtype="float64", checked32=False,
+                   dtype_reason=f"integer weights; float32 was checked per batch, and "
+                                f"{exc}: float64 keeps every distance exact")
 
 
 def _is_dtype(value) -> bool:

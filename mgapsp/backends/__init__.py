@@ -8,9 +8,10 @@ from __future__ import annotations
 
 from .. import algorithms as registry
 from ..errors import MgapspError
-from .base import SLAB_ALIGN, Backend, BatchResult
+from .base import FLOAT32_EXACT, SLAB_ALIGN, Backend, BatchResult
 
-__all__ = ["SLAB_ALIGN", "Backend", "BatchResult", "get_backend", "backend_algorithms"]
+__all__ = ["SLAB_ALIGN", "FLOAT32_EXACT", "Backend", "BatchResult", "get_backend",
+           "backend_algorithms"]
 
 _BACKENDS: dict[str, Backend] = {}
 

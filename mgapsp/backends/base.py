@@ -15,10 +15,36 @@ import numpy as np
 
 from .. import algorithms as registry
 from ..cuda.fw_slab import SLAB_ALIGN  # slabs start at multiples of the pivot blocks
-from ..errors import UnsupportedError
+from ..errors import Float32Inexact, UnsupportedError
 from ..graph import Graph
 
-__all__ = ["Backend", "BatchResult", "SLAB_ALIGN"]
+__all__ = ["Backend", "BatchResult", "SLAB_ALIGN", "FLOAT32_EXACT", "largest_finite",
+           "check_exact32"]
+
+#: float32 holds every integer up to this exactly (its 24-bit significand)
+FLOAT32_EXACT = 2**24
+
+
+def largest_finite(block) -> float:
+    """The largest finite value of a host block (0 where it has none), a few rows at a
+    time so that no temporary is the block's size."""
+    block = np.asarray(block)
+    if block.size == 0:
+        return 0.0
+    rows = block.reshape(len(block), -1) if block.ndim > 1 else block.reshape(1, -1)
+    step = max(1, (1 << 22) // max(rows.shape[1], 1))
+    best = 0.0
+    for lo in range(0, len(rows), step):
+        part = rows[lo:lo + step]
+        best = max(best, float(np.max(part, initial=0, where=np.isfinite(part))))
+    return best
+
+
+def check_exact32(largest: float, rows_done: int, batch: int | None = None) -> None:
+    """Raise :class:`~mgapsp.errors.Float32Inexact` where a float32 batch's largest
+    distance reached 2**24 (see :func:`mgapsp.plan.choose_dtype`)."""
+    if largest >= FLOAT32_EXACT:
+        raise Float32Inexact(largest, rows_done, batch)
 
 
 @dataclass
@@ -116,21 +142,50 @@ class Backend(ABC):
                   pred: np.ndarray | None = None, *, batch_size: int, algorithm: str,
                   potentials: np.ndarray | None = None,
                   columns: np.ndarray | None = None,
-                  on_rows: Callable[[int], None] | None = None) -> None:
+                  on_rows: Callable[[int], None] | None = None,
+                  checked32: bool = False) -> None:
         """Distances from ``sources`` into the host array ``dist`` (and predecessors
         into ``pred``, when given), ``batch_size`` sources at a time; the computation
         in ``dist``'s dtype.  ``columns``: the targets ``dist`` keeps (``pred`` keeps
-        every vertex).  ``on_rows(k)``: the first ``k`` rows are done."""
+        every vertex).  ``on_rows(k)``: the first ``k`` rows are done.  ``checked32``:
+        raise :class:`~mgapsp.errors.Float32Inexact` at the first batch whose largest
+        distance reaches 2**24 (:meth:`fill_rows_exact` computes on in float64)."""
         for lo in range(0, len(sources), batch_size):
             hi = min(lo + batch_size, len(sources))
             res = self.distances(graph, sources[lo:hi], algorithm=algorithm,
                                  dtype=dist.dtype, predecessors=pred is not None,
                                  potentials=potentials, targets=columns)
-            dist[lo:hi] = self.columns(res, columns)
+            block = self.columns(res, columns)
+            if checked32:
+                check_exact32(largest_finite(block), lo)
+            dist[lo:hi] = block
             if pred is not None:
                 pred[lo:hi] = res.predecessors
             if on_rows:
                 on_rows(hi)
+
+    def largest_finite(self, block):
+        """The largest finite value of a block this backend returned (0 where none
+        is): what a float32 batch is checked by (:func:`check_exact32`)."""
+        return largest_finite(block)
+
+    def fill_rows_exact(self, graph: Graph, sources: np.ndarray, dist: np.ndarray,
+                        pred: np.ndarray | None = None, **kw) -> np.ndarray:
+        """:meth:`fill_rows` into a float32 ``dist`` checked batch by batch (a plan's
+        ``checked32``); from a batch that fails the check on, the rows are computed in
+        float64.  Returns ``dist``, or the float64 array that replaced it."""
+        try:
+            self.fill_rows(graph, sources, dist, pred, checked32=True, **kw)
+            return dist
+        except Float32Inexact as exc:
+            lo = exc.rows_done
+        wide = np.empty(dist.shape, dtype=np.float64)
+        wide[:lo] = dist[:lo]
+        del dist
+        on_rows = kw.pop("on_rows", None)
+        self.fill_rows(graph, sources[lo:], wide[lo:], None if pred is None else pred[lo:],
+                       on_rows=on_rows and (lambda k: on_rows(lo + k)), **kw)
+        return wide
 
     @abstractmethod
     def memory_available(self) -> int:

@@ -23,7 +23,7 @@ from . import cpu_sweep
 from ..errors import InsufficientMemoryError, NegativeCycleError, UnsupportedError
 from ..graph import Graph
 from .. import algorithms as registry
-from .base import SLAB_ALIGN, Backend, BatchResult
+from .base import SLAB_ALIGN, Backend, BatchResult, check_exact32, largest_finite
 
 __all__ = ["CPUBackend", "bellman_ford_potentials", "find_negative_cycle", "kernels_pay",
            "multicore", "on_kernels"]
@@ -122,7 +122,7 @@ class CPUBackend(Backend):
             cpu_sssp.load_async(algorithm, dtype)
 
     def fill_rows(self, graph, sources, dist, pred=None, *, batch_size, algorithm,
-                  potentials=None, columns=None, on_rows=None) -> None:
+                  potentials=None, columns=None, on_rows=None, checked32=False) -> None:
         """As :meth:`Backend.fill_rows`; Dijkstra, Johnson and Bellman-Ford on every
         core (the kernels write straight into ``dist`` and ``pred``), in pieces of at
         least a few sources per core, so that progress is told as rows finish."""
@@ -130,7 +130,7 @@ class CPUBackend(Backend):
                 and dist.flags.c_contiguous):
             super().fill_rows(graph, sources, dist, pred, batch_size=batch_size,
                               algorithm=algorithm, potentials=potentials,
-                              columns=columns, on_rows=on_rows)
+                              columns=columns, on_rows=on_rows, checked32=checked32)
             return
         step = max(batch_size, 4 * cpu_sssp.threads())
         for lo in range(0, len(sources), step):
@@ -138,6 +138,8 @@ class CPUBackend(Backend):
             self._kernel_rows(graph, sources[lo:hi], dist[lo:hi],
                               None if pred is None else pred[lo:hi], algorithm=algorithm,
                               potentials=potentials, columns=columns, parallel=True)
+            if checked32:
+                check_exact32(largest_finite(dist[lo:hi]), lo)
             if on_rows:
                 on_rows(hi)
 

@@ -24,7 +24,7 @@ from ..cuda.staging import FRAME_GROUP_BYTES
 from ..errors import InsufficientMemoryError, UnsupportedError
 from ..graph import Graph
 from .. import algorithms as registry
-from .base import Backend, BatchResult
+from .base import Backend, BatchResult, check_exact32, largest_finite
 
 __all__ = ["GPUBackend", "clear_device_cache"]
 
@@ -339,28 +339,44 @@ class GPUBackend(Backend):
         return BatchResult(distances=dist, predecessors=pred, stats=stats)
 
     def fill_rows(self, graph, sources, dist, pred=None, *, batch_size, algorithm,
-                  potentials=None, columns=None, on_rows=None) -> None:
+                  potentials=None, columns=None, on_rows=None, checked32=False) -> None:
         """As :meth:`Backend.fill_rows`; each block leaves the device through pinned
-        buffers while the next batch computes (:mod:`mgapsp.cuda.host_copy`)."""
+        buffers while the next batch computes (:mod:`mgapsp.cuda.host_copy`).  A
+        batch's check (``checked32``) is read one batch later, so that the device
+        never waits for it."""
         self._check_algorithm(algorithm)         # before the output is touched
         self._check_weights(graph, algorithm)
         self._check_predecessors(_float_dtype(dist.dtype), pred is not None)
+        checks: list = []       # (first row, the batch's largest distance on the device)
         with gpu.caller_stream(), host_copy.HostCopier(dist, pred) as copier:
             for lo in range(0, len(sources), batch_size):
                 hi = min(lo + batch_size, len(sources))
                 # one block drains while the next computes: two on the device at most,
                 # as the planner's batches allow
                 copier.wait(backlog=1)
+                if checks:
+                    check_exact32(float(checks[0][1]), checks.pop(0)[0])
                 res = self.distances(graph, sources[lo:hi], algorithm=algorithm,
                                      dtype=dist.dtype, predecessors=pred is not None,
                                      potentials=potentials, device=True, targets=columns)
                 block = self.columns(res, columns)
+                if checked32:
+                    checks.append((lo, self.largest_finite(block)))
                 copier.put(block, dist[lo:hi])
                 if pred is not None:
                     copier.put(res.predecessors, pred[lo:hi])
                 del res, block
                 if on_rows:     # computed; its copy may still be draining
                     on_rows(hi)
+            for lo, largest in checks:
+                check_exact32(float(largest), lo)
+
+    def largest_finite(self, block):
+        """As :func:`~mgapsp.backends.base.largest_finite`, for a device block too (a
+        device scalar then, read when needed)."""
+        if staging.is_device_array(block):
+            return gpu.largest_finite(block)
+        return largest_finite(block)
 
     staging = staging
 

@@ -153,3 +153,19 @@ def take_rows(mat, rows, host: bool = True):
     cupy = cupy_module()
     idx = cupy.asarray(np.asarray(rows, dtype=np.int64))
     return cupy.asnumpy(mat[idx]) if host else mat[idx]
+
+
+_LARGEST: dict = {}
+
+
+def largest_finite(block):
+    """The largest finite value of a device array (0 where it has none), as a device
+    scalar: one pass, no temporary array (what a float32 batch is checked by, see
+    :func:`mgapsp.plan.choose_dtype`)."""
+    cupy = cupy_module()
+    kernel = _LARGEST.get("k")
+    if kernel is None:
+        kernel = _LARGEST["k"] = cupy.ReductionKernel(
+            "T x", "T y", "isfinite(x) ? x : (T)0", "max(a, b)", "y = a", "0",
+            "mgapsp_largest_finite")
+    return kernel(block)

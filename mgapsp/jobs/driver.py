@@ -20,7 +20,7 @@ import contextlib
 import logging
 import os
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Callable
 
 import numpy as np
@@ -28,9 +28,9 @@ from distributed import as_completed
 
 from .. import config, hierarchy
 from ..algorithms import needs_hierarchy
-from ..errors import MgapspError, UnsupportedError
+from ..errors import Float32Inexact, MgapspError, UnsupportedError
 from ..graph import Graph
-from ..plan import fw_by_slabs, owner_of_rows, plan_job
+from ..plan import float64_after, fw_by_slabs, owner_of_rows, plan_job
 from ..store import Store, StoreLock, check_target, damaged_batches, new_run_id, store_size
 from . import fw_slabs
 from .cluster import ConfigPlugin
@@ -53,7 +53,7 @@ class JobRequest:
     out: str
     algorithm: str = "auto"
     backend: str = "auto"
-    dtype: str = "float32"
+    dtype: str = "auto"
     sources: object = None
     targets: object = None
     batch_size: int | None = None
@@ -121,10 +121,37 @@ class _Job:
         potentials = self.potentials()
         self.hierarchy()
         if not self.existing:
-            self.store = Store.create(self.req.out, self.req.graph, self.plan,
-                                      overwrite=self.overwrite, potentials=potentials,
-                                      compression=self.req.compression,
-                                      shards=self.req.shards, run_id=self.token)
+            self.create_store(potentials)
+        try:
+            return self.compute()
+        except Float32Inexact as exc:
+            if not self.plan.checked32:
+                raise
+            return self.again_in_float64(exc)
+
+    def create_store(self, potentials=None) -> None:
+        self.store = Store.create(self.req.out, self.req.graph, self.plan,
+                                  overwrite=self.overwrite, potentials=potentials,
+                                  compression=self.req.compression,
+                                  shards=self.req.shards, run_id=self.token)
+
+    def again_in_float64(self, exc: Float32Inexact) -> JobReport:
+        """A batch checked in float32 reached 2**24 (see :func:`mgapsp.plan.choose_dtype`):
+        the job runs again in float64, into a new store (the float32 one cannot hold
+        its rows), as a new run whose id the old run's batches, still finishing, do
+        not match, so that they write nothing into it."""
+        log.info("%s: %s; the job runs again in float64", self.req.out, exc)
+        self.plan = float64_after(self.plan, exc)
+        if self.plan.predecessors and self.plan.backend in ("gpu", "hybrid"):
+            raise UnsupportedError(f"predecessors on the GPU need float32, and {exc}; "
+                                   "use the cpu backend")
+        self.token = new_run_id()
+        self.req.on_start, self.req.on_progress = reporting(
+            self.client, self.token, self.req.graph.n, *self.callbacks)
+        self.prepare()
+        self.existing, self.overwrite, self.damaged = False, True, {}
+        self.resume_check = None
+        self.create_store()
         return self.compute()
 
     # -- before anything is written ----------------------------------------------------
@@ -135,8 +162,9 @@ class _Job:
         beside_hung_workers(client, lambda: client.register_plugin(ConfigPlugin()),
                             "registering the job's settings on the workers")
         # the job page on the dashboard (/mgapsp) follows the job through its callbacks
+        self.callbacks = (req.on_start, req.on_progress)
         req.on_start, req.on_progress = reporting(client, self.token, req.graph.n,
-                                                  req.on_start, req.on_progress)
+                                                  *self.callbacks)
         if not client.scheduler_info(n_workers=-1)["workers"]:
             wait_s = config.get("cluster.worker-wait")
             # A cluster being started (a recipe, a batch system) may have no worker yet.
@@ -188,12 +216,18 @@ class _Job:
 
     def make_plan(self, may_build: bool):
         req = self.req
-        return plan_job(req.graph, algorithm=self.algorithm, backend=self.backend,
+        plan = plan_job(req.graph, algorithm=self.algorithm, backend=self.backend,
                         dtype=req.dtype, sources=req.sources, batch_size=self.batch_size,
                         predecessors=req.predecessors, n_workers=len(self.workers),
                         memory=self.memory, targets=req.targets,
                         hierarchy_ready=self.ready, may_build=may_build,
                         threads=sum(self.client.nthreads().values()))
+        if self.existing and req.dtype == "auto" and plan.checked32:
+            job = self.store.job
+            if job["dtype"] == "float64":   # its float32 failed the check before
+                plan = replace(plan, dtype="float64", checked32=False,
+                               dtype_reason=job.get("dtype_reason", ""))
+        return plan
 
     def prepare(self) -> None:
         """What the batches need loads (kernels compile) while the job checks the
@@ -316,7 +350,7 @@ class _Job:
         return self.client.submit(
             run_batch, store.path, self.req.graph.fingerprint, self.token, b, start, stop,
             plan.sources[start:stop], plan.backend, plan.algorithm, plan.dtype,
-            plan.predecessors, plan.cpu_algorithm, self.slabs,
+            plan.predecessors, plan.cpu_algorithm, self.slabs, plan.checked32,
             key=f"apsp-batch-{b}-{self.token}", pure=False, **where)
 
     def record(self) -> None:
@@ -443,8 +477,10 @@ def repair_job(path, client, *, backend: str = "auto") -> JobReport:
     options, on ``client``'s workers."""
     store = Store.open(path)
     job = store.job
+    # a store checked in float32 is repaired checked too
+    dtype = "auto" if job.get("checked32") else job["dtype"]
     return run_job(store.load_graph(), path, client, algorithm=job["algorithm"],
-                   backend=backend, dtype=job["dtype"], sources=store.labels("source"),
+                   backend=backend, dtype=dtype, sources=store.labels("source"),
                    targets=None if job["all_targets"] else store.labels("target"),
                    batch_size=job["batch_size"], predecessors=job["predecessors"],
                    resume=True)

@@ -21,6 +21,7 @@ import numpy as np
 from .. import config, hierarchy
 from ..algorithms import needs_hierarchy
 from ..backends import BatchResult, get_backend
+from ..backends.base import check_exact32
 from ..devices import gpu_count
 from ..errors import MgapspError
 from ..graph import Graph
@@ -130,14 +131,16 @@ def local_backend() -> str:
 def run_batch(store_path: str, fingerprint: str, run: str, batch: int, start: int,
               stop: int, sources: np.ndarray, backend: str, algorithm: str, dtype: str,
               predecessors: bool, cpu_algorithm: str | None = None,
-              slab: bool = False) -> dict:
+              slab: bool = False, checked32: bool = False) -> dict:
     """Worker task: compute rows ``start:stop`` of the store (the distances from
     ``sources``, internal indices) and write them; returns the batch's statistics.
 
     ``run`` names the run (:func:`mgapsp.jobs.driver.run_job`'s token).  With
     ``backend="hybrid"`` the worker uses its GPU when it has one, else the CPU backend
     with ``cpu_algorithm``.  With ``slab`` the rows come from this worker's slab of a
-    Floyd-Warshall run across workers (:mod:`mgapsp.jobs.fw_slabs`).
+    Floyd-Warshall run across workers (:mod:`mgapsp.jobs.fw_slabs`).  With
+    ``checked32`` (a float32 plan's ``checked32``) a batch whose largest distance
+    reaches 2**24 raises :class:`~mgapsp.errors.Float32Inexact` before it writes.
     """
     t0 = time.perf_counter()
     job = _run(store_path, fingerprint, run)
@@ -174,6 +177,8 @@ def run_batch(store_path: str, fingerprint: str, run: str, batch: int, start: in
                                     device=True, targets=job.targets)
             computing.append(time.time())
     result.distances = impl.columns(result, job.targets)
+    if checked32:
+        check_exact32(float(impl.largest_finite(result.distances)), 0, batch)
     t1 = time.perf_counter()
     written = job.store.write_block(start, result.distances, result.predecessors,
                                     staging=impl.staging, guard=job.guard,

@@ -362,6 +362,7 @@ class Store:
                       "object_labels": graph.object_labels},
             "job": {"algorithm": plan.algorithm, "backend": plan.backend,
                     "dtype": plan.dtype, "dtype_reason": plan.dtype_reason,
+                    "checked32": plan.checked32,
                     "batch_size": plan.batch_size,
                     "n_batches": plan.n_batches, "n_sources": plan.n_sources,
                     "predecessors": plan.predecessors, "col_chunk": plan.col_chunk,
@@ -425,7 +426,9 @@ class Store:
                        dtype=job["dtype"], batch_size=job["batch_size"],
                        sources=self.source_index(), predecessors=job["predecessors"],
                        col_chunk=job["col_chunk"], targets=self.target_index(),
-                       cpu_algorithm=job.get("cpu_algorithm"))
+                       cpu_algorithm=job.get("cpu_algorithm"),
+                       dtype_reason=job.get("dtype_reason", ""),
+                       checked32=bool(job.get("checked32", False)))
 
     def done_mask(self) -> np.ndarray:
         """Each batch's flag.  A flag whose chunk cannot be read (damage: a file
