@@ -271,7 +271,12 @@ def _summary(out, report, n_workers, size):
                    f"({fw['exchanged_bytes'] / 2**20:,.0f} MiB), {fw['seconds']:.2f} s")
     busy = report.gpu_busy()
     for worker, count in sorted(report.per_worker.items()):
-        line = f"    {worker}: {count} batches, writing {report.worker_write_s[worker]:.2f} s"
+        write, stage = report.worker_write_s[worker], report.worker_stage_s[worker]
+        line = (f"    {worker}: {count} batches, writing {write:.2f} s (staging "
+                f"{stage:.2f} s, files {write - stage:.2f} s), computing "
+                f"{report.worker_compute_s[worker]:.2f} s")
+        if report.worker_queued_s[worker] >= 0.005:
+            line += f" (waiting for the GPU {report.worker_queued_s[worker]:.2f} s)"
         if worker in busy:
             line += (f", GPU busy {busy[worker]:.0%} of the wall time "
                      f"({report.gpu_s[worker]:.2f} s of kernels)")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -408,6 +409,12 @@ def test_run_info_verify_path_in_process(cpu_client, data_dir, tmp_path):
     result = _invoke(*args)
     assert result.exit_code == 0, (result.output, result.exception)
     assert "floyd-warshall on cpu" in result.output and "17 sources" in result.output
+    # each worker's time split: writing (staging, files) and computing
+    split = re.findall(r": \d+ batches, writing ([\d.]+) s \(staging ([\d.]+) s, files "
+                       r"([\d.]+) s\), computing ([\d.]+) s", result.output)
+    assert split, result.output
+    for write, stage, files, _ in split:
+        assert abs(float(write) - float(stage) - float(files)) <= 0.011
     assert_one_line_result(_invoke(*args), "already exists", "--resume")
     info = _invoke("info", out).output
     assert "17/17 rows" in info and "(complete)" in info

@@ -36,6 +36,12 @@ class JobReport:
     computing: dict = field(default_factory=dict)
     #: seconds each worker spent writing its blocks
     worker_write_s: Counter = field(default_factory=Counter)
+    #: of those, seconds cutting (compressing, on a GPU) and copying blocks to the host
+    worker_stage_s: Counter = field(default_factory=Counter)
+    #: seconds each worker's batches spent computing (loading the job's inputs and
+    #: waiting for the GPU included), and of those waiting for the GPU
+    worker_compute_s: Counter = field(default_factory=Counter)
+    worker_queued_s: Counter = field(default_factory=Counter)
     stored_bytes: int = 0
     #: what each batch's task returned (rows, seconds computing, loading the run's
     #: inputs, writing, marking, the worker...), in the order they finished
@@ -63,6 +69,9 @@ class JobReport:
         self.per_backend[stats["backend"]] += stats["rows"]
         self.compute_s += stats["compute_s"]
         self.worker_write_s[worker] += stats["write_s"]
+        self.worker_stage_s[worker] += stats.get("stage_s", 0.0)
+        self.worker_compute_s[worker] += stats["compute_s"]
+        self.worker_queued_s[worker] += stats.get("queued_s", 0.0)
         self.stored_bytes += stats["stored_bytes"]
         if "gpu_s" in stats:
             self.gpu_s[worker] += stats["gpu_s"]
