@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import json
-import statistics
 import sys
 import time
 from pathlib import Path
@@ -36,6 +35,7 @@ import mgapsp  # noqa: E402
 from mgapsp import hierarchy  # noqa: E402
 from mgapsp.backends import get_backend  # noqa: E402
 from mgapsp.plan import plan_job  # noqa: E402
+from timing import first_then_median  # noqa: E402
 
 DATA = ROOT / "tests" / "data"
 BACKEND = "gpu"
@@ -78,22 +78,14 @@ def run_variant(graph, sources, algorithm: str, repeats: int, where, ref) -> dic
                     sources=sources, batch_size=None, predecessors=False, n_workers=1,
                     memory=get_backend(BACKEND).memory_available(),
                     hierarchy_ready=algorithm == "auto" and hierarchy.known(graph))
-    t = time.perf_counter()
-    out = call()
-    first = time.perf_counter() - t
-    times = []
-    for _ in range(repeats):
-        out = None
-        t = time.perf_counter()
-        out = call()
-        times.append(time.perf_counter() - t)
+    seconds, first, times, out = first_then_median(call, repeats)
     got = np.asarray(out)[where].astype(np.float64)
     finite = np.isfinite(ref)
     # integer weights: equal; real ones: to the rounding of sums in another order
     exact = bool(np.array_equal(finite, np.isfinite(got))
                  and np.allclose(got[finite], ref[finite], rtol=1e-9, atol=0))
     return {"algorithm": algorithm, "ran": plan.algorithm, "dtype": str(out.dtype),
-            "first_s": first, "seconds": statistics.median(times), "runs": times,
+            "first_s": first, "seconds": seconds, "runs": times,
             "exact": exact}
 
 

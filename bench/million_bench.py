@@ -29,7 +29,6 @@ import datetime as dt
 import json
 import os
 import re
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -46,6 +45,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 import generators  # noqa: E402
 import mgapsp  # noqa: E402
 import sssp_check  # noqa: E402
+from timing import first_then_median  # noqa: E402
 from mgapsp.backends import get_backend  # noqa: E402
 from mgapsp.plan import plan_job  # noqa: E402
 
@@ -86,15 +86,7 @@ def api_part(repeats: int, sample: int) -> list[dict]:
                                    dtype=dtype, backend="gpu")
             # the first call: kernels, the graph on the device, and the host's first
             # pages of a result of gigabytes (see bench/NOTES.md)
-            t = time.perf_counter()
-            out = call()
-            first = time.perf_counter() - t
-            times = []
-            for _ in range(repeats):
-                out = None          # the last result's memory is free for this one
-                t = time.perf_counter()
-                out = call()
-                times.append(time.perf_counter() - t)
+            seconds, first, times, out = first_then_median(call, repeats)
             exact = bool(np.array_equal(out[where].astype(np.float64), ref))
             plan = plan_job(graph, algorithm=algorithm, backend="gpu", dtype=dtype,
                             sources=sources, batch_size=None, predecessors=False,
@@ -102,7 +94,7 @@ def api_part(repeats: int, sample: int) -> list[dict]:
             r = {"graph": name, "n": gen.n, "m": gen.m, "sources": k,
                  "algorithm": algorithm, "dtype_asked": dtype, "ran": plan.algorithm,
                  "dtype": str(out.dtype), "checked32": plan.checked32,
-                 "seconds": statistics.median(times), "runs": times, "first_s": first,
+                 "seconds": seconds, "runs": times, "first_s": first,
                  "scipy_s": scipy_s, "exact": exact}
             r["vs_scipy"] = scipy_s / r["seconds"]
             rows.append(r)

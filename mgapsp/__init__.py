@@ -14,6 +14,8 @@ from .errors import (
     UnsupportedError,
 )
 from .graph import Graph
+from .metrics import (average_shortest_path_length, closeness_centrality, diameter,
+                      eccentricity, harmonic_centrality)
 from .readers import as_graph, read_graph
 
 __version__ = "0.1.0"
@@ -34,6 +36,11 @@ __all__ = [
     "bellman_ford",
     "johnson",
     "floyd_warshall",
+    "closeness_centrality",
+    "harmonic_centrality",
+    "eccentricity",
+    "diameter",
+    "average_shortest_path_length",
     "open",
     "Result",
     "read_graph",

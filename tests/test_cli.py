@@ -71,10 +71,20 @@ def test_verify_fails_on_a_corrupted_store(data_dir, tmp_path):
     out = tmp_path / "c.zarr"
     mgapsp_cli("run", data_dir / "ftv33.atsp", "-o", out, "--backend", "cpu",
                "--workers", "1", "--no-dashboard", "-q")
-    dist = zarr.open_group(out, mode="r+")["distances"]
-    dist[3, 7] = dist[3, 7] + 1
+    # a wrong value in a whole, well-placed shard: only recomputing finds it
+    from mgapsp.store import Store
+
+    store = Store.open(out, mode="r+")
+    dist = store.group["distances"][:]
+    dist[3, 7] += 1
+    store.write_block(0, dist)
     proc = mgapsp_cli("verify", out, "--all", check=False)
     assert proc.returncode == 1 and "1 rows differ (rows 3)" in proc.stdout
+    # the same edit through Zarr rewrites the shard without its identity: damage
+    zarr.open_group(out, mode="r+")["distances"][3, 7] = dist[3, 7] - 1
+    proc = mgapsp_cli("verify", out, "--all", check=False)
+    assert proc.returncode == 1 and "batch 0: damaged" in proc.stdout
+    assert "no identity of this store" in proc.stdout
 
 
 @pytest.mark.slow

@@ -8,9 +8,9 @@ import importlib
 import pytest
 
 #: the modules of the functions users call: apsp, the SciPy drop-ins, mgapsp.open and
-#: Result, read_graph, as_graph
+#: Result, read_graph, as_graph, the network metrics
 PUBLIC = ["mgapsp.api", "mgapsp.csgraph", "mgapsp.results", "mgapsp.readers",
-          "mgapsp.readers.objects"]
+          "mgapsp.readers.objects", "mgapsp.metrics"]
 
 
 @pytest.mark.parametrize("name", PUBLIC)

@@ -19,7 +19,7 @@ from ..errors import Float32Inexact, UnsupportedError
 from ..graph import Graph
 
 __all__ = ["Backend", "BatchResult", "SLAB_ALIGN", "FLOAT32_EXACT", "largest_finite",
-           "check_exact32"]
+           "check_exact32", "row_reductions", "REDUCTIONS"]
 
 #: float32 holds every integer up to this exactly (its 24-bit significand)
 FLOAT32_EXACT = 2**24
@@ -38,6 +38,32 @@ def largest_finite(block) -> float:
         part = rows[lo:lo + step]
         best = max(best, float(np.max(part, initial=0, where=np.isfinite(part))))
     return best
+
+
+#: the per-row reductions of :meth:`Backend.row_metrics`
+REDUCTIONS = ("reachable", "total", "harmonic", "eccentricity")
+
+
+def row_reductions(block) -> dict:
+    """Each row's finite entries (``reachable``), their sum (``total``), the sum of the
+    reciprocals of the positive ones (``harmonic``) and the largest (``eccentricity``)
+    of a host block, in float64 (counts in int64), a few rows at a time."""
+    block = np.asarray(block)
+    k = len(block)
+    out = {"reachable": np.zeros(k, dtype=np.int64), "total": np.zeros(k),
+           "harmonic": np.zeros(k), "eccentricity": np.zeros(k)}
+    step = max(1, (1 << 22) // max(block.shape[1], 1))
+    with np.errstate(divide="ignore"):
+        for lo in range(0, k, step):
+            part = block[lo:lo + step].astype(np.float64, copy=False)
+            finite = np.isfinite(part)
+            out["reachable"][lo:lo + step] = finite.sum(axis=1)
+            out["total"][lo:lo + step] = np.sum(part, axis=1, where=finite)
+            out["harmonic"][lo:lo + step] = np.sum(1.0 / part, axis=1,
+                                                   where=finite & (part > 0))
+            out["eccentricity"][lo:lo + step] = np.max(part, axis=1, initial=0.0,
+                                                       where=finite)
+    return out
 
 
 def check_exact32(largest: float, rows_done: int, batch: int | None = None) -> None:
@@ -168,6 +194,40 @@ class Backend(ABC):
         """The largest finite value of a block this backend returned (0 where none
         is): what a float32 batch is checked by (:func:`check_exact32`)."""
         return largest_finite(block)
+
+    def row_reductions(self, block) -> dict:
+        """:func:`row_reductions` of a block this backend returned, as host arrays."""
+        return row_reductions(block)
+
+    def row_metrics(self, graph: Graph, sources: np.ndarray, *, batch_size: int,
+                    algorithm: str, dtype: np.dtype, checked32: bool = False,
+                    potentials: np.ndarray | None = None,
+                    on_rows: Callable[[int], None] | None = None) -> dict:
+        """:func:`row_reductions` of the distance rows from ``sources``, a batch at a
+        time: no row is kept.  ``checked32`` (a float32 plan's): a batch whose largest
+        distance reaches 2**24 is computed again in float64 (its sums are float64
+        either way).  ``on_rows(k)``: the first ``k`` rows are done."""
+        out = {name: np.empty(len(sources), dtype=np.int64 if name == "reachable"
+                              else np.float64) for name in REDUCTIONS}
+        for lo in range(0, len(sources), batch_size):
+            hi = min(lo + batch_size, len(sources))
+            red = self._batch_reductions(graph, sources[lo:hi], algorithm, dtype,
+                                         checked32, potentials)
+            for name in REDUCTIONS:
+                out[name][lo:hi] = red[name]
+            if on_rows:
+                on_rows(hi)
+        return out
+
+    def _batch_reductions(self, graph, sources, algorithm, dtype, checked32,
+                          potentials) -> dict:
+        res = self.distances(graph, sources, algorithm=algorithm, dtype=np.dtype(dtype),
+                             potentials=potentials, device=True)
+        red = self.row_reductions(res.distances)
+        if checked32 and float(red["eccentricity"].max(initial=0)) >= FLOAT32_EXACT:
+            return self._batch_reductions(graph, sources, algorithm, np.float64, False,
+                                          potentials)
+        return red
 
     def fill_rows_exact(self, graph: Graph, sources: np.ndarray, dist: np.ndarray,
                         pred: np.ndarray | None = None, **kw) -> np.ndarray:

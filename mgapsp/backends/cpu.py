@@ -23,7 +23,8 @@ from . import cpu_sweep
 from ..errors import InsufficientMemoryError, NegativeCycleError, UnsupportedError
 from ..graph import Graph
 from .. import algorithms as registry
-from .base import SLAB_ALIGN, Backend, BatchResult, check_exact32, largest_finite
+from .base import (FLOAT32_EXACT, SLAB_ALIGN, Backend, BatchResult, check_exact32,
+                   largest_finite, row_reductions)
 
 __all__ = ["CPUBackend", "bellman_ford_potentials", "find_negative_cycle", "kernels_pay",
            "multicore", "on_kernels"]
@@ -142,6 +143,18 @@ class CPUBackend(Backend):
                 check_exact32(largest_finite(dist[lo:hi]), lo)
             if on_rows:
                 on_rows(hi)
+
+    def _batch_reductions(self, graph, sources, algorithm, dtype, checked32,
+                          potentials) -> dict:
+        # through fill_rows, whose kernels run a batch on every core
+        block = np.empty((len(sources), graph.n), dtype=dtype)
+        self.fill_rows(graph, sources, block, batch_size=len(sources), algorithm=algorithm,
+                       potentials=potentials)
+        red = row_reductions(block)
+        if checked32 and red["eccentricity"].max(initial=0) >= FLOAT32_EXACT:
+            return self._batch_reductions(graph, sources, algorithm, np.float64, False,
+                                          potentials)
+        return red
 
     def _kernel_rows(self, graph, sources, dist, pred, *, algorithm, potentials, columns,
                      parallel: bool) -> None:

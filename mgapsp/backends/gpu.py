@@ -18,13 +18,14 @@ from collections import OrderedDict
 import numpy as np
 
 from .. import hierarchy
-from ..cuda import bellman_ford, frontier, fw, fw_slab, host_copy, phast, sssp, staging
+from ..cuda import (bellman_ford, frontier, fw, fw_slab, host_copy, phast, reduce, sssp,
+                    staging)
 from ..cuda import device as gpu
 from ..cuda.staging import FRAME_GROUP_BYTES
 from ..errors import InsufficientMemoryError, UnsupportedError
 from ..graph import Graph
 from .. import algorithms as registry
-from .base import Backend, BatchResult, check_exact32, largest_finite
+from .base import Backend, BatchResult, check_exact32, largest_finite, row_reductions
 
 __all__ = ["GPUBackend", "clear_device_cache"]
 
@@ -370,6 +371,13 @@ class GPUBackend(Backend):
                     on_rows(hi)
             for lo, largest in checks:
                 check_exact32(float(largest), lo)
+
+    def row_reductions(self, block) -> dict:
+        """As :meth:`Backend.row_reductions`; a device block is reduced on its device
+        (:mod:`mgapsp.cuda.reduce`) and only the results leave it."""
+        if staging.is_device_array(block):
+            return {k: gpu.to_host(v) for k, v in reduce.row_reductions(block).items()}
+        return row_reductions(block)
 
     def largest_finite(self, block):
         """As :func:`~mgapsp.backends.base.largest_finite`, for a device block too (a

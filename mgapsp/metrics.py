@@ -1,0 +1,260 @@
+"""Network metrics without the n x n matrix: closeness and harmonic centrality,
+eccentricity, diameter and the average shortest path length, with NetworkX's
+signatures and definitions.
+
+Each source's row is reduced where it is computed (on the GPU, on its device: the sum
+of its finite distances, how many there are, the sum of their reciprocals, the
+largest) and only those numbers are kept, so memory follows the vertices, not their
+square.  A NetworkX graph is read with its node labels, and the answers are
+NetworkX's dicts keyed by them; any other input :func:`mgapsp.as_graph` takes is read
+as there (directed unless it says otherwise) and keyed by its labels.  Sums are
+float64, added in another order than NetworkX's: equal to its answers to about 1e-15
+relative (exactly, for integer weights, where NetworkX's own sums are exact).
+
+Directed graphs follow NetworkX: closeness and harmonic centrality count the
+distances *into* a vertex (the rows of the reversed graph), eccentricity the
+distances out of it.  Besides NetworkX's arguments each function takes ``backend``
+and ``algorithm`` as :func:`mgapsp.apsp` does (``algorithm="phast"`` sweeps a road
+network's hierarchy, built once per process).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import hierarchy
+from .algorithms import needs_hierarchy
+from .api import resolve_backend
+from .backends import get_backend
+from .errors import MgapspError, UnsupportedError
+from .graph import Graph
+from .plan import plan_job
+from .readers import as_graph
+
+__all__ = ["closeness_centrality", "harmonic_centrality", "eccentricity", "diameter",
+           "average_shortest_path_length", "row_metrics"]
+
+
+def _is_networkx(G) -> bool:
+    return type(G).__module__.startswith("networkx")
+
+
+def _graph(G, weight) -> Graph:
+    """``G`` as NetworkX's shortest path functions see it: ``weight`` an edge attribute
+    (or function), None for hops."""
+    if _is_networkx(G):
+        return as_graph(G, weight=weight, unweighted=weight is None)
+    return G if isinstance(G, Graph) else as_graph(G)
+
+
+def _reversed(g: Graph) -> Graph:
+    """The graph with every arc turned around (the rows of distances *into* each
+    vertex)."""
+    t = g.to_scipy().T.tocsr()
+    t.sort_indices()
+    return Graph(t.indptr, t.indices, t.data, directed=True, weighted=g.weighted,
+                 vertex_ids=g.labels, name=g.name)
+
+
+def _error(G, message: str, kind: str = "NetworkXError"):
+    """NetworkX's exception for a NetworkX graph, else ours, with NetworkX's words."""
+    if _is_networkx(G):
+        import networkx as nx
+
+        return getattr(nx, kind)(message)
+    return MgapspError(message)
+
+
+def row_metrics(graph: Graph, sources=None, *, backend: str = "auto",
+                algorithm: str = "auto") -> dict:
+    """For each of ``sources`` (labels; default every vertex) the reductions of its row
+    of distances: ``reachable`` (finite entries, itself included), ``total`` (their
+    sum), ``harmonic`` (the sum of the reciprocals of the positive ones) and
+    ``eccentricity`` (the largest), as NumPy arrays in the order of ``sources``.  The
+    rows are computed in batches and reduced where they are (on the GPU, its device);
+    none is kept."""
+    backend = resolve_backend(backend)
+    impl = get_backend(backend)
+    n_sources = graph.n if sources is None else len(sources)
+    if graph.n == 0 or n_sources == 0:
+        return {"reachable": np.zeros(0, dtype=np.int64), "total": np.zeros(0),
+                "harmonic": np.zeros(0), "eccentricity": np.zeros(0)}
+    if graph.m == 0:            # each vertex reaches itself only
+        return {"reachable": np.ones(n_sources, dtype=np.int64),
+                "total": np.zeros(n_sources), "harmonic": np.zeros(n_sources),
+                "eccentricity": np.zeros(n_sources)}
+    plan = _plan(graph, sources, backend, algorithm, impl)
+    potentials = impl.potentials(graph) if graph.has_negative_weights else None
+    return impl.row_metrics(graph, plan.sources, batch_size=plan.batch_size,
+                            algorithm=plan.algorithm, dtype=np.dtype(plan.dtype),
+                            checked32=plan.checked32, potentials=potentials)
+
+
+def _plan(graph: Graph, sources, backend: str, algorithm: str, impl):
+    """The batches' plan, as :func:`mgapsp.apsp` makes it: ``auto`` may pick phast for a
+    road network with enough rows (its hierarchy built here, once per process), and
+    falls back where the hierarchy fills in."""
+    ready = algorithm == "auto" and backend == "gpu" and hierarchy.known(graph)
+
+    def make(may_build: bool):
+        return plan_job(graph, algorithm=algorithm, backend=backend, dtype="auto",
+                        sources=sources, batch_size=None, predecessors=False,
+                        n_workers=1, memory=impl.memory_available(),
+                        hierarchy_ready=ready, may_build=may_build)
+
+    plan = make(may_build=True)
+    if needs_hierarchy(plan.algorithm) and algorithm == "auto" and not ready:
+        try:
+            hierarchy.for_graph(graph)
+        except UnsupportedError:
+            plan = make(may_build=False)
+    return plan
+
+
+def _nodes(G, g: Graph, which) -> list:
+    """The labels of ``which`` (one label, an iterable of them, or None: all) that are
+    vertices of ``g``, in ``G``'s order where ``G`` is a NetworkX graph."""
+    if which is None:
+        return g.labels.tolist()
+    if _is_networkx(G):
+        return list(G.nbunch_iter(which))
+    return list(g.labels[g.index_of(which if np.ndim(which) else [which])].tolist())
+
+
+def closeness_centrality(G, u=None, distance=None, wf_improved=True, *,
+                         backend: str = "auto", algorithm: str = "auto"):
+    """NetworkX's ``closeness_centrality``: for each vertex ``(r - 1) / s``, where ``r``
+    vertices (itself included) reach it at distances summing to ``s``; with
+    ``wf_improved``, times ``(r - 1) / (n - 1)`` (Wasserman and Faust's scaling for
+    graphs that are not connected).  ``distance``: the edge attribute (None: hops).
+    Returns a dict, or one vertex's value where ``u`` is given.
+
+    >>> import networkx as nx, mgapsp
+    >>> round(mgapsp.closeness_centrality(nx.path_graph(3))[1], 3)
+    1.0
+    """
+    g = _graph(G, distance)
+    if u is not None and _is_networkx(G) and u not in G:
+        raise _error(G, f"Node {u} not found in graph" if distance is not None
+                     else f"Source {u} is not in G", "NodeNotFound")
+    nodes = [u] if u is not None else g.labels.tolist()
+    rows = _reversed(g) if g.directed else g
+    red = row_metrics(rows, None if u is None else [u], backend=backend,
+                      algorithm=algorithm)
+    n = g.n
+    r, s = red["reachable"].astype(np.float64), red["total"]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        c = np.where((s > 0) & (n > 1), (r - 1) / s, 0.0)
+        if wf_improved and n > 1:
+            c = c * (r - 1) / (n - 1)
+    out = dict(zip(nodes, c.tolist()))
+    return out[u] if u is not None else out
+
+
+def harmonic_centrality(G, nbunch=None, distance=None, sources=None, *,
+                        backend: str = "auto", algorithm: str = "auto") -> dict:
+    """NetworkX's ``harmonic_centrality``: for each vertex of ``nbunch`` (default all)
+    the sum of ``1 / d(v, u)`` over the vertices ``v`` of ``sources`` (default all)
+    that reach it at a positive distance ``d``.  ``distance``: the edge attribute
+    (None: hops).
+
+    >>> import networkx as nx, mgapsp
+    >>> mgapsp.harmonic_centrality(nx.path_graph(3))[0]
+    1.5
+    """
+    g = _graph(G, distance)
+    targets = _nodes(G, g, nbunch)
+    rows = _reversed(g) if g.directed else g
+    if sources is None:
+        red = row_metrics(rows, targets, backend=backend, algorithm=algorithm)
+        return dict(zip(targets, red["harmonic"].tolist()))
+    # only the distances from ``sources``: the columns of the reversed rows
+    from .api import apsp
+
+    froms = _nodes(G, g, sources)
+    out = dict.fromkeys(targets, 0.0)
+    if not froms or not targets:
+        return out
+    block = np.asarray(apsp(rows, sources=targets, targets=froms, backend=backend,
+                            algorithm=algorithm), dtype=np.float64)
+    with np.errstate(divide="ignore"):
+        h = np.sum(1.0 / block, axis=1, where=np.isfinite(block) & (block > 0))
+    return dict(zip(targets, h.tolist()))
+
+
+def eccentricity(G, v=None, sp=None, weight=None, *, backend: str = "auto",
+                 algorithm: str = "auto"):
+    """NetworkX's ``eccentricity``: each vertex's largest distance to another.  Raises
+    NetworkX's error where a vertex does not reach every other.  ``sp`` (NetworkX's
+    precomputed lengths) is refused: there is nothing to compute.
+
+    >>> import networkx as nx, mgapsp
+    >>> mgapsp.eccentricity(nx.path_graph(4))
+    {0: 3, 1: 2, 2: 2, 3: 3}
+    """
+    if sp is not None:
+        raise MgapspError("sp= gives the lengths already; use NetworkX's eccentricity")
+    g = _graph(G, weight)
+    nodes = _nodes(G, g, v)
+    e = _eccentricities(G, g, nodes, backend, algorithm)
+    if v is not None and (not _is_networkx(G) or v in G):
+        return e[v]
+    return e
+
+
+def _eccentricities(G, g: Graph, nodes: list, backend: str, algorithm: str) -> dict:
+    red = row_metrics(g, nodes, backend=backend, algorithm=algorithm)
+    if (red["reachable"] < g.n).any():
+        raise _error(G, "Found infinite path length because the digraph is not strongly "
+                     "connected" if g.directed else "Found infinite path length because "
+                     "the graph is not connected")
+    ecc = red["eccentricity"]
+    values = ecc.astype(np.int64).tolist() if g.integral_weights else ecc.tolist()
+    return dict(zip(nodes, values))
+
+
+def diameter(G, e=None, usebounds=False, weight=None, *, backend: str = "auto",
+             algorithm: str = "auto"):
+    """NetworkX's ``diameter``: the largest eccentricity (``e``: eccentricities
+    already known).  ``usebounds`` changes nothing here: every row is reduced.
+
+    >>> import networkx as nx, mgapsp
+    >>> mgapsp.diameter(nx.cycle_graph(6))
+    3
+    """
+    if e is None:
+        g = _graph(G, weight)
+        e = _eccentricities(G, g, g.labels.tolist(), backend, algorithm)
+    return max(e.values())
+
+
+def average_shortest_path_length(G, weight=None, method=None, *, backend: str = "auto"):
+    """NetworkX's ``average_shortest_path_length``: the mean distance over the
+    ``n (n - 1)`` ordered pairs of distinct vertices, which must all be connected
+    (strongly, for a directed graph).  ``method`` as NetworkX's names it: its search
+    (``"unweighted"``, ``"dijkstra"``, ``"bellman-ford"``, ``"floyd-warshall"``,
+    ``"floyd-warshall-numpy"``) runs as mgapsp's algorithm of that name.
+
+    >>> import networkx as nx, mgapsp
+    >>> mgapsp.average_shortest_path_length(nx.path_graph(5))
+    2.0
+    """
+    algorithms = {"unweighted": "auto", "dijkstra": "dijkstra",
+                  "bellman-ford": "bellman-ford", "floyd-warshall": "floyd-warshall",
+                  "floyd-warshall-numpy": "floyd-warshall"}
+    if method is None:
+        method = "unweighted" if weight is None else "dijkstra"
+    if method not in algorithms:
+        raise ValueError(f"method not supported: {method}")
+    g = _graph(G, None if method == "unweighted" else weight)
+    n = g.n
+    if n == 0:
+        raise _error(G, "the null graph has no paths, thus there is no average shortest "
+                     "path length", "NetworkXPointlessConcept")
+    if n == 1:
+        return 0
+    red = row_metrics(g, None, backend=backend, algorithm=algorithms[method])
+    if (red["reachable"] < n).any():
+        raise _error(G, "Graph is not strongly connected." if g.directed
+                     else "Graph is not connected.")
+    return float(red["total"].sum()) / (n * (n - 1))

@@ -1,0 +1,199 @@
+"""Closeness, harmonic centrality, eccentricity, diameter and the average shortest path
+length without the n x n matrix, against NetworkX's own functions: real graphs of
+tests/data and random ones, directed and undirected, weighted and not, connected or
+not.  Equal to 1e-9 relative (the sums run in another order than NetworkX's)."""
+
+from __future__ import annotations
+
+import math
+
+import networkx as nx
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import mgapsp
+from mgapsp.backends import get_backend
+from mgapsp.backends.base import row_reductions
+
+REL = 1e-9
+
+
+def _close(a: dict, b: dict) -> None:
+    assert a.keys() == b.keys()
+    for k in b:
+        assert math.isclose(a[k], b[k], rel_tol=REL, abs_tol=1e-12), (k, a[k], b[k])
+
+
+def _nx(path, data_dir) -> nx.Graph:
+    g = mgapsp.read_graph(data_dir / path)
+    G = nx.DiGraph() if g.directed else nx.Graph()
+    G.add_nodes_from(g.labels.tolist())
+    src = g.labels[g.sources_of_edges].tolist()
+    dst = g.labels[g.indices].tolist()
+    G.add_weighted_edges_from(zip(src, dst, g.weights.tolist()))
+    return G
+
+
+@pytest.mark.parametrize("path", ["karate.mtx", "USAir97.mtx", "netscience.mtx",
+                                  "SiouxFalls_net.tntp", "gr17.tsp"])
+def test_real_graphs(path, data_dir):
+    G = _nx(path, data_dir)
+    for distance in (None, "weight"):
+        _close(mgapsp.closeness_centrality(G, distance=distance),
+               nx.closeness_centrality(G, distance=distance))
+        _close(mgapsp.closeness_centrality(G, distance=distance, wf_improved=False),
+               nx.closeness_centrality(G, distance=distance, wf_improved=False))
+        _close(mgapsp.harmonic_centrality(G, distance=distance),
+               nx.harmonic_centrality(G, distance=distance))
+    connected = (nx.is_strongly_connected(G) if G.is_directed() else nx.is_connected(G))
+    if connected:
+        _close(mgapsp.eccentricity(G, weight="weight"), nx.eccentricity(G, weight="weight"))
+        assert mgapsp.diameter(G) == nx.diameter(G)
+        assert math.isclose(mgapsp.average_shortest_path_length(G, weight="weight"),
+                            nx.average_shortest_path_length(G, weight="weight"),
+                            rel_tol=REL)
+    else:
+        with pytest.raises(nx.NetworkXError, match="infinite path length"):
+            mgapsp.eccentricity(G)
+        with pytest.raises(nx.NetworkXError, match="not .*connected"):
+            mgapsp.average_shortest_path_length(G)
+
+
+def test_a_large_directed_road_network_by_sampled_vertices(data_dir):
+    """rome99 (3,353 vertices): NetworkX's closeness of a few vertices, one search
+    each, against mgapsp's of every vertex."""
+    G = _nx("rome99.gr", data_dir)
+    ours = mgapsp.closeness_centrality(G, distance="weight")
+    for u in list(G)[::400]:
+        assert math.isclose(ours[u], nx.closeness_centrality(G, u=u, distance="weight"),
+                            rel_tol=REL)
+        assert mgapsp.closeness_centrality(G, u=u, distance="weight") == pytest.approx(
+            ours[u], rel=REL)
+
+
+@st.composite
+def graphs(draw):
+    n = draw(st.integers(1, 25))
+    directed = draw(st.booleans())
+    G = nx.DiGraph() if directed else nx.Graph()
+    G.add_nodes_from(range(n))
+    integral = draw(st.booleans())
+    weight = st.integers(0, 50) if integral else st.floats(0.1, 10, allow_nan=False)
+    edges = draw(st.lists(st.tuples(st.integers(0, n - 1), st.integers(0, n - 1), weight),
+                          max_size=3 * n))
+    G.add_weighted_edges_from(edges)
+    return G
+
+
+@settings(max_examples=60, deadline=None)
+@given(graphs(), st.booleans())
+def test_random_graphs(G, weighted):
+    distance = "weight" if weighted else None
+    _close(mgapsp.closeness_centrality(G, distance=distance, backend="cpu"),
+           nx.closeness_centrality(G, distance=distance))
+    _close(mgapsp.harmonic_centrality(G, distance=distance, backend="cpu"),
+           nx.harmonic_centrality(G, distance=distance))
+    nodes = list(G)[: max(1, len(G) // 2)]
+    sources = list(G)[len(G) // 3:]
+    _close(mgapsp.harmonic_centrality(G, nbunch=nodes, sources=sources, distance=distance,
+                                      backend="cpu"),
+           nx.harmonic_centrality(G, nbunch=nodes, sources=sources, distance=distance))
+    connected = (nx.is_strongly_connected(G) if G.is_directed() else nx.is_connected(G))
+    if connected:
+        _close(mgapsp.eccentricity(G, weight=distance, backend="cpu"),
+               nx.eccentricity(G, weight=distance))
+        assert math.isclose(
+            mgapsp.average_shortest_path_length(G, weight=distance, backend="cpu"),
+            nx.average_shortest_path_length(G, weight=distance), rel_tol=REL)
+    else:
+        with pytest.raises(nx.NetworkXError):
+            mgapsp.eccentricity(G, backend="cpu")
+        with pytest.raises(nx.NetworkXError):
+            mgapsp.average_shortest_path_length(G, weight=distance, backend="cpu")
+
+
+def test_networkx_edge_cases():
+    with pytest.raises(nx.NetworkXPointlessConcept):
+        mgapsp.average_shortest_path_length(nx.Graph())
+    assert mgapsp.average_shortest_path_length(nx.empty_graph(1)) == 0
+    with pytest.raises(ValueError, match="method not supported"):
+        mgapsp.average_shortest_path_length(nx.path_graph(3), method="astar")
+    with pytest.raises(nx.NodeNotFound):
+        mgapsp.closeness_centrality(nx.path_graph(3), u=9)
+    assert mgapsp.eccentricity(nx.path_graph(4), v=0) == nx.eccentricity(nx.path_graph(4), v=0)
+    G = nx.path_graph(4)
+    assert mgapsp.diameter(G, e={0: 7, 1: 2}) == 7
+    # no edges: every vertex reaches itself only
+    assert mgapsp.closeness_centrality(nx.empty_graph(3)) == {0: 0.0, 1: 0.0, 2: 0.0}
+
+
+def test_other_inputs_are_keyed_by_their_labels():
+    import scipy.sparse as sp
+
+    m = sp.csr_matrix(np.array([[0, 2, 0], [0, 0, 3], [1, 0, 0]], dtype=float))
+    G = nx.from_scipy_sparse_array(m, create_using=nx.DiGraph)
+    _close(mgapsp.closeness_centrality(m, distance="weight"),
+           nx.closeness_centrality(G, distance="weight"))
+    with pytest.raises(mgapsp.MgapspError, match="not strongly connected"):
+        mgapsp.eccentricity(sp.csr_matrix(np.array([[0, 1.0], [0, 0]])))
+
+
+def test_row_reductions_on_host():
+    block = np.array([[0, 2, np.inf, 4], [np.inf, 0, np.inf, np.inf]], dtype=np.float32)
+    red = row_reductions(block)
+    assert red["reachable"].tolist() == [3, 1]
+    assert red["total"].tolist() == [6, 0]
+    assert red["harmonic"].tolist() == [0.75, 0]
+    assert red["eccentricity"].tolist() == [4, 0]
+
+
+def test_row_metrics_keep_no_row_and_check_float32():
+    """Distances past 2**24 in float32: the batch is reduced again from float64."""
+    import scipy.sparse as sp
+
+    big = float(2**23 + 1)
+    m = sp.csr_matrix((np.array([big, big, 2.0**25]), ([0, 1, 3], [1, 2, 4])),
+                      shape=(5, 5))
+    g = mgapsp.as_graph(m)
+    cpu = get_backend("cpu")
+    red = cpu.row_metrics(g, np.arange(5), batch_size=2, algorithm="dijkstra",
+                          dtype=np.dtype(np.float32), checked32=True)
+    want = row_reductions(mgapsp.apsp(g, dtype="float64", backend="cpu"))
+    for k in want:
+        np.testing.assert_array_equal(red[k], want[k])
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("path", ["USAir97.mtx", "rome99.gr"])
+def test_on_the_gpu(path, data_dir):
+    """The device's reductions against the host's on the same rows, and NetworkX."""
+    import cupy
+
+    from mgapsp.cuda.reduce import row_reductions as device_reductions
+
+    block = np.array([[0, 2, np.inf, 4], [np.inf, 0, np.inf, 7]], dtype=np.float32)
+    got = {k: cupy.asnumpy(v) for k, v in device_reductions(cupy.asarray(block)).items()}
+    for k, v in row_reductions(block).items():
+        np.testing.assert_array_equal(got[k], v)
+    G = _nx(path, data_dir)
+    on_gpu = mgapsp.closeness_centrality(G, distance="weight", backend="gpu")
+    on_cpu = mgapsp.closeness_centrality(G, distance="weight", backend="cpu")
+    _close(on_gpu, on_cpu)
+    _close(mgapsp.harmonic_centrality(G, backend="gpu"), mgapsp.harmonic_centrality(G))
+    sample = list(G)[::300]
+    for u in sample:
+        assert math.isclose(on_gpu[u], nx.closeness_centrality(G, u=u, distance="weight"),
+                            rel_tol=REL)
+
+
+def test_phast_sweeps_give_the_same_metrics(data_dir):
+    """A road network's hierarchy swept (the reversed graph's for a directed one)."""
+    G = _nx("Anaheim_net.tntp", data_dir)
+    want = nx.closeness_centrality(G, distance="weight")
+    _close(mgapsp.closeness_centrality(G, distance="weight", backend="cpu",
+                                       algorithm="phast"), want)
+    _close(mgapsp.harmonic_centrality(G, distance="weight", backend="cpu",
+                                      algorithm="phast"),
+           nx.harmonic_centrality(G, distance="weight"))
