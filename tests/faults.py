@@ -414,6 +414,8 @@ DAMAGE = {
     "shard copied over another": (True, lambda s: shutil.copyfile(_shard(s, 8),
                                                                    _shard(s, 9))),
     "flag deleted": (True, lambda s: os.remove(Path(s) / "batch_done" / "c" / "7")),
+    "flag overwritten with garbage": (True, lambda s: (Path(s) / "batch_done" / "c" / "7")
+                                      .write_bytes(b"xyz")),
     "partial file left": (True, lambda s: (_shard(s, 0).parent / "0.dead.partial")
                           .write_bytes(b"half")),
     "chunk file deleted": (False, lambda s: os.remove(Path(s) / "distances" / "c" / "1" / "0")),
