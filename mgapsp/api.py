@@ -35,7 +35,8 @@ def apsp(graph, *, out=None, algorithm: str = "auto", backend: str = "auto",
          predecessors: bool = False, client=None, resume: bool = False,
          overwrite: bool = False, directed: bool | None = None,
          unweighted: bool = False, weight="weight", source="source", target="target",
-         compression: str = "lz4", shards: bool = True, progress: bool = False):
+         compression: str = "lz4", shards: bool = True, progress: bool = False,
+         metrics=()):
     """All-pairs (or many-to-all) shortest-path distances.
 
     Parameters
@@ -94,6 +95,11 @@ def apsp(graph, *, out=None, algorithm: str = "auto", backend: str = "auto",
     progress : bool
         Show the rows done, rows/s and time left on standard error while the rows are
         computed (the line ``mgapsp run`` prints), in this process or on ``client``.
+    metrics : sequence of str, optional
+        With ``out``: also store, per source, metrics of its row (``closeness``,
+        ``harmonic``, ``eccentricity``; ``reachable`` and ``distance_sum`` come with
+        any), read back with :meth:`Result.metric` or in ``to_xarray()``.  Without a
+        store, :func:`mgapsp.closeness_centrality` and its kin compute them.
 
     Returns
     -------
@@ -134,6 +140,9 @@ def apsp(graph, *, out=None, algorithm: str = "auto", backend: str = "auto",
     targets, _ = _checked_labels(targets, "targets", g)
     options = dict(algorithm=algorithm, dtype=dtype, sources=sources, targets=targets,
                    batch_size=batch_size, predecessors=predecessors)
+    if metrics and out is None:
+        raise MgapspError("metrics= are stored beside the rows: give out= (or call "
+                          "mgapsp.closeness_centrality and its kin)")
     if out is None:
         empty = _empty_answer(g, sources, targets, dtype, predecessors)
         if empty is not None:
@@ -148,7 +157,8 @@ def apsp(graph, *, out=None, algorithm: str = "auto", backend: str = "auto",
     if out is None:             # on the client's workers, through a temporary store
         return _rows(_on_client(g, client, backend, bar, options), one_row, predecessors)
     return _into_store(g, out, client, backend, bar, options, resume=resume,
-                       overwrite=overwrite, compression=compression, shards=shards)
+                       overwrite=overwrite, compression=compression, shards=shards,
+                       metrics=metrics)
 
 
 def _watch(bar: ProgressBar) -> dict:

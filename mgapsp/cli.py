@@ -151,6 +151,14 @@ def _cluster_options(command):
 @click.option("--targets", "targets_file", type=click.Path(dir_okay=False), default=None,
               help="File of target vertex ids: keep only these columns (many-to-many).")
 @click.option("--predecessors", is_flag=True, help="Also store shortest-path predecessors.")
+@click.option("--reverse", is_flag=True,
+              help="Turn every arc of a directed graph around first: each row is then "
+                   "the distances *into* its source (with --metrics, NetworkX's "
+                   "closeness and harmonic centrality of a directed graph).")
+@click.option("--metrics", default="",
+              help="Also store, per source, from its row: closeness, harmonic, "
+                   "eccentricity (comma separated; reachable and distance_sum come "
+                   "with any).")
 @click.option("--compression", type=click.Choice(["lz4", "zstd", "none"]), default="lz4",
               show_default=True,
               help="Codec of the stored blocks (Blosc, bit-shuffled): lz4 is fast, zstd "
@@ -167,8 +175,8 @@ def _cluster_options(command):
               help="Save Dask's performance report of the job to this HTML file.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar.")
 def run(graph, out, fmt, directed, unweighted, weight_column, algorithm, backend, dtype,
-        batch_size, sources_file, targets_file, predecessors, compression, shards, resume,
-        overwrite,
+        batch_size, sources_file, targets_file, predecessors, reverse, metrics, compression,
+        shards, resume, overwrite,
         scheduler, scheduler_file, tls_ca_file, tls_cert, tls_key, cpu_workers, gpus, workers,
         dashboard,
         performance_report, quiet):
@@ -179,7 +187,7 @@ def run(graph, out, fmt, directed, unweighted, weight_column, algorithm, backend
     from .jobs.dashboard import page_link
     from .jobs.driver import run_job
     from .jobs.progress import ProgressBar
-    from .plan import small_job
+    from .plan import check_metrics, small_job
     from .readers import read_graph
     from .store import StoreLock, check_target, new_run_id, store_size
 
@@ -189,12 +197,17 @@ def run(graph, out, fmt, directed, unweighted, weight_column, algorithm, backend
         raise MgapspError("--resume and --overwrite contradict each other; pick one")
     # the store's lock first: a second run on it stops here, before any work; it is
     # released when the command ends
+    metrics = check_metrics(metrics)        # a wrong name: one line, before any work
     lock = click.get_current_context().with_resource(StoreLock(out, new_run_id()))
     check_target(out, resume=resume, overwrite=overwrite)
     t0 = time.perf_counter()
     g = read_graph(graph, format=fmt, directed=directed, unweighted=unweighted,
                    weight_column=weight_column)
     t_read = time.perf_counter() - t0
+    if reverse and g.directed:
+        from .metrics import reversed_graph
+
+        g = reversed_graph(g)
     sources = read_ids(sources_file, g, "source") if sources_file else None
     targets = read_ids(targets_file, g, "target") if targets_file else None
     security = tls_security(tls_ca_file, tls_cert, tls_key)
@@ -242,6 +255,7 @@ def run(graph, out, fmt, directed, unweighted, weight_column, algorithm, backend
                              backend="hybrid" if cpu_workers else backend,
                              dtype=dtype, sources=sources, targets=targets,
                              batch_size=batch_size, predecessors=predecessors,
+                             metrics=metrics,
                              compression=compression, shards=shards,
                              resume=resume, overwrite=overwrite, lock=lock,
                              on_start=on_start,
@@ -330,6 +344,32 @@ def read_ids(path, graph, what: str = "source") -> np.ndarray:
     return graph.labels[index]
 
 
+def _metrics_line(store, complete: bool) -> str:
+    """What ``info`` says of a store's metrics: once every row is in and reaches every
+    target, the mean distance and the extreme eccentricities (over the whole matrix:
+    the average shortest path length, the diameter and the radius)."""
+    j = store.job
+    names = ", ".join(m for m in j["metrics"] if m not in ("reachable", "distance_sum"))
+    line = f"metrics: {names or 'reachable, distance_sum'} per source"
+    if not complete:
+        return line + " (the job is incomplete)"
+    reach = store.metric("reachable")
+    n = j["n_targets"]
+    if (reach < n).any():
+        return (line + f"; {int((reach < n).sum()):,} source(s) do not reach every "
+                "target: no diameter")
+    whole = j.get("all_targets") and len(reach) == n and (
+        store.source_index() == np.arange(n)).all()
+    mean = store.metric("distance_sum").sum() / (len(reach) * max(n - 1, 1))
+    line += (f"; average shortest path length {mean:.6g}" if whole
+             else f"; mean distance {mean:.6g}")
+    if "eccentricity" in j["metrics"]:
+        ecc = store.metric("eccentricity")
+        line += (f", diameter {ecc.max():g}, radius {ecc.min():g}" if whole else
+                 f", largest eccentricity {ecc.max():g}, smallest {ecc.min():g}")
+    return line
+
+
 @main.command()
 @click.argument("store", type=click.Path(exists=True, file_okay=False))
 def info(store):
@@ -368,6 +408,8 @@ def info(store):
         click.echo(f"damaged: the flags of {len(s.unreadable_flags):,} batch(es) are "
                    f"unreadable: {', '.join(batch_ranges(s.unreadable_flags)[:20])}; "
                    "they count as not done (--resume or repair computes them again)")
+    if j.get("metrics"):
+        click.echo(_metrics_line(s, done.all()))
     damaged = damaged_batches(s)
     if damaged:
         click.echo(f"damaged: {len(damaged):,} flagged batch(es) fail their checks: "

@@ -26,13 +26,14 @@ from . import hierarchy
 from .algorithms import needs_hierarchy
 from .api import resolve_backend
 from .backends import get_backend
+from .backends.base import metric_values
 from .errors import MgapspError, UnsupportedError
 from .graph import Graph
 from .plan import plan_job
 from .readers import as_graph
 
 __all__ = ["closeness_centrality", "harmonic_centrality", "eccentricity", "diameter",
-           "average_shortest_path_length", "row_metrics"]
+           "average_shortest_path_length", "row_metrics", "reversed_graph"]
 
 
 def _is_networkx(G) -> bool:
@@ -47,13 +48,13 @@ def _graph(G, weight) -> Graph:
     return G if isinstance(G, Graph) else as_graph(G)
 
 
-def _reversed(g: Graph) -> Graph:
+def reversed_graph(g: Graph) -> Graph:
     """The graph with every arc turned around (the rows of distances *into* each
     vertex)."""
     t = g.to_scipy().T.tocsr()
     t.sort_indices()
-    return Graph(t.indptr, t.indices, t.data, directed=True, weighted=g.weighted,
-                 vertex_ids=g.labels, name=g.name)
+    return Graph(t.indptr, t.indices, t.data, directed=g.directed, weighted=g.weighted,
+                 vertex_ids=g.labels, name=g.name + (" (reversed)" if g.directed else ""))
 
 
 def _error(G, message: str, kind: str = "NetworkXError"):
@@ -138,15 +139,14 @@ def closeness_centrality(G, u=None, distance=None, wf_improved=True, *,
         raise _error(G, f"Node {u} not found in graph" if distance is not None
                      else f"Source {u} is not in G", "NodeNotFound")
     nodes = [u] if u is not None else g.labels.tolist()
-    rows = _reversed(g) if g.directed else g
+    rows = reversed_graph(g) if g.directed else g
     red = row_metrics(rows, None if u is None else [u], backend=backend,
                       algorithm=algorithm)
-    n = g.n
-    r, s = red["reachable"].astype(np.float64), red["total"]
-    with np.errstate(divide="ignore", invalid="ignore"):
-        c = np.where((s > 0) & (n > 1), (r - 1) / s, 0.0)
-        if wf_improved and n > 1:
-            c = c * (r - 1) / (n - 1)
+    c = metric_values(red, g.n)["closeness"]
+    if not wf_improved and g.n > 1:      # undo the scaling where it applied
+        r = red["reachable"].astype(np.float64)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            c = np.where((red["total"] > 0), (r - 1) / red["total"], 0.0)
     out = dict(zip(nodes, c.tolist()))
     return out[u] if u is not None else out
 
@@ -164,7 +164,7 @@ def harmonic_centrality(G, nbunch=None, distance=None, sources=None, *,
     """
     g = _graph(G, distance)
     targets = _nodes(G, g, nbunch)
-    rows = _reversed(g) if g.directed else g
+    rows = reversed_graph(g) if g.directed else g
     if sources is None:
         red = row_metrics(rows, targets, backend=backend, algorithm=algorithm)
         return dict(zip(targets, red["harmonic"].tolist()))

@@ -67,6 +67,8 @@ class JobPlan:
     #: float32 proven per batch: each batch's largest distance is checked below
     #: FLOAT32_EXACT (see :func:`choose_dtype`), else the rows are computed in float64
     checked32: bool = False
+    #: per-source metrics the job stores beside the rows (:data:`METRICS`)
+    metrics: tuple = ()
 
     def n_targets(self, n: int) -> int:
         return n if self.targets is None else len(self.targets)
@@ -239,10 +241,34 @@ def owner_of_rows(bounds, start: int) -> int:
     raise ValueError(f"row {start} is in no slab of {bounds}")
 
 
+#: the metrics a job can store, one value per source, from its row: the vertices it
+#: reaches (itself included), the sum of their distances, NetworkX's closeness with
+#: Wasserman and Faust's scaling, the sum of the reciprocals of the positive
+#: distances (harmonic), the largest distance (eccentricity among those reached)
+METRICS = ("reachable", "distance_sum", "closeness", "harmonic", "eccentricity")
+
+
+def check_metrics(metrics) -> tuple:
+    """``metrics`` (names, or one comma-separated string) in :data:`METRICS`' order,
+    with ``reachable`` and ``distance_sum``, which the others and ``mgapsp info``
+    read, where any is asked for."""
+    if isinstance(metrics, str):
+        metrics = [m.strip() for m in metrics.split(",") if m.strip()]
+    metrics = set(metrics or ())
+    unknown = sorted(metrics - set(METRICS))
+    if unknown:
+        raise MgapspError(f"unknown metric {unknown[0]!r}; choose among "
+                          f"{', '.join(METRICS)}")
+    if metrics:
+        metrics |= {"reachable", "distance_sum"}
+    return tuple(m for m in METRICS if m in metrics)
+
+
 def plan_job(graph: Graph, *, algorithm: str, backend: str, dtype: str, sources,
              batch_size: int | None, predecessors: bool, n_workers: int,
              memory: int, targets=None, hierarchy_ready: bool = False,
-             may_build: bool = False, threads: int | None = None) -> JobPlan:
+             may_build: bool = False, threads: int | None = None,
+             metrics=()) -> JobPlan:
     """Resolve every choice of a job; raises before anything is written.
     ``hierarchy_ready``: the graph's contraction hierarchy is built; ``may_build``:
     the caller can build one (``auto`` may then pick phast).  ``threads``: the
@@ -316,7 +342,7 @@ def plan_job(graph: Graph, *, algorithm: str, backend: str, dtype: str, sources,
                    col_chunk=column_chunk(graph.n if targets is None else len(targets),
                                           batch_size),
                    targets=targets, cpu_algorithm=cpu_algorithm, dtype_reason=dtype_reason,
-                   checked32=checked32)
+                   checked32=checked32, metrics=check_metrics(metrics))
 
 
 def choose_dtype(graph: Graph, dtype: str, *, predecessors: bool = False,

@@ -168,6 +168,17 @@ class Result:
         cols = self._positions("target", targets)
         return self._read("distances", (rows, cols))
 
+    def metric(self, name: str, sources=None) -> np.ndarray:
+        """The job's per-source metric ``name`` (``closeness``, ``harmonic``,
+        ``eccentricity``, ``reachable``, ``distance_sum``: ``mgapsp run --metrics``)
+        of ``sources`` (labels; None: all of the store's), over each source's row.
+        ``to_xarray()`` has them too, by the ``source`` coordinate."""
+        values = self.store.metric(name)
+        rows = (np.arange(len(values)) if sources is None
+                else self._positions("source", sources))
+        self._check_computed(rows)
+        return values[rows]
+
     def distance(self, u, v) -> float:
         """The distance from ``u`` to ``v`` (labels); ``inf`` where unreachable."""
         return float(self.distances([u], [v])[0, 0])

@@ -197,3 +197,74 @@ def test_phast_sweeps_give_the_same_metrics(data_dir):
     _close(mgapsp.harmonic_centrality(G, distance="weight", backend="cpu",
                                       algorithm="phast"),
            nx.harmonic_centrality(G, distance="weight"))
+
+
+# -- metrics stored by a job ------------------------------------------------------------
+
+def test_a_job_stores_each_sources_metrics(cpu_client, data_dir, tmp_path):
+    """Per-source metrics of the job's rows (out of each source): NetworkX's on the
+    reversed graph for closeness and harmonic centrality, the rows' own largest
+    distance; by label, in xarray, resumable, refused if asked otherwise on resume."""
+    from mgapsp.errors import ResumeMismatchError
+    from mgapsp.jobs.driver import run_job
+    from mgapsp.store import Store, damaged_batches
+
+    g = mgapsp.read_graph(data_dir / "Anaheim_net.tntp")
+    out = tmp_path / "m.zarr"
+    run_job(g, out, cpu_client, batch_size=128,
+            metrics=("closeness", "harmonic", "eccentricity"))
+    G = _nx("Anaheim_net.tntp", data_dir).reverse()     # rows out of a source: inward
+    res = mgapsp.open(out)
+    labels = res.store.labels("source").tolist()
+    _close(dict(zip(labels, res.metric("closeness").tolist())),
+           nx.closeness_centrality(G, distance="weight"))
+    _close(dict(zip(labels, res.metric("harmonic").tolist())),
+           nx.harmonic_centrality(G, distance="weight"))
+    rows = res.distances()
+    np.testing.assert_array_equal(res.metric("eccentricity"),
+                                  np.max(rows, axis=1, where=np.isfinite(rows), initial=0))
+    assert res.metric("reachable", [1, 2]).tolist() == np.isfinite(rows[:2]).sum(1).tolist()
+    assert float(res.to_xarray().closeness.sel(source=7)) == res.metric("closeness", [7])[0]
+    # a batch's metric chunk gone: damage, computed again by --resume
+    (out / "harmonic" / "c" / "2").unlink()
+    assert list(damaged_batches(Store.open(out))) == [2]
+    report = run_job(g, out, cpu_client, batch_size=128, resume=True,
+                     metrics=("closeness", "harmonic", "eccentricity"))
+    assert report.repaired_batches == [2]
+    _close(dict(zip(labels, res.metric("harmonic").tolist())),
+           nx.harmonic_centrality(G, distance="weight"))
+    with pytest.raises(ResumeMismatchError, match="metrics"):
+        run_job(g, out, cpu_client, batch_size=128, resume=True, metrics=("closeness",))
+
+
+def test_info_gives_diameter_radius_and_average_length(cpu_client, data_dir, tmp_path):
+    from click.testing import CliRunner
+
+    from mgapsp.cli import main
+
+    out = tmp_path / "k.zarr"
+    args = ["run", str(data_dir / "karate.mtx"), "-o", str(out), "--scheduler",
+            cpu_client.scheduler.address, "--metrics", "eccentricity", "--no-dashboard",
+            "-q"]
+    assert CliRunner().invoke(main, args).exit_code == 0
+    G = _nx("karate.mtx", data_dir)
+    info = CliRunner().invoke(main, ["info", str(out)]).output
+    assert f"diameter {nx.diameter(G, weight='weight'):g}" in info
+    assert f"radius {nx.radius(G, weight='weight'):g}" in info
+    assert (f"average shortest path length "
+            f"{nx.average_shortest_path_length(G, weight='weight'):.6g}") in info
+    # --reverse: a directed graph's rows into each source, NetworkX's closeness
+    rev = tmp_path / "rev.zarr"
+    args = ["run", str(data_dir / "Anaheim_net.tntp"), "-o", str(rev), "--scheduler",
+            cpu_client.scheduler.address, "--reverse", "--metrics", "closeness",
+            "--no-dashboard", "-q"]
+    assert CliRunner().invoke(main, args).exit_code == 0
+    res = mgapsp.open(rev)
+    _close(dict(zip(res.store.labels("source").tolist(), res.metric("closeness").tolist())),
+           nx.closeness_centrality(_nx("Anaheim_net.tntp", data_dir), distance="weight"))
+    bad = CliRunner().invoke(main, ["run", str(data_dir / "karate.mtx"), "-o",
+                                    str(tmp_path / "x.zarr"), "--metrics", "closness"])
+    assert bad.exit_code == 1 and "unknown metric 'closness'" in bad.output
+    assert not (tmp_path / "x.zarr").exists()
+    with pytest.raises(mgapsp.MgapspError, match="give out="):
+        mgapsp.apsp(G, metrics=("closeness",))

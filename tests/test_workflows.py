@@ -114,3 +114,20 @@ def test_scaling_report(data_dir, tmp_path):
     assert f"x | {second['ceiling']:.2f}x | {second['seconds']:.3f} |" in table
     png = (out / "scaling.png").read_bytes()
     assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 5000
+
+
+def test_network_metrics(data_dir, tmp_path):
+    """The most central vertex by closeness is NetworkX's, and the picture is drawn."""
+    import networkx as nx
+
+    png = tmp_path / "m.png"
+    text = workflow("network_metrics.py", data_dir / "karate.mtx", png, "--backend", "cpu",
+                    "--top", "1")
+    g = mgapsp.read_graph(data_dir / "karate.mtx")
+    G = nx.Graph()
+    G.add_weighted_edges_from(zip(g.labels[g.sources_of_edges].tolist(),
+                                  g.labels[g.indices].tolist(), g.weights.tolist()))
+    c = nx.closeness_centrality(G, distance="weight")   # mgapsp reads the file's weights
+    best = max(c, key=c.get)
+    assert f"{best!s:>10}  closeness {c[best]:.6g}" in text
+    assert png.stat().st_size > 10_000 and png.read_bytes()[:4] == b"\x89PNG"

@@ -19,7 +19,7 @@ from ..errors import Float32Inexact, UnsupportedError
 from ..graph import Graph
 
 __all__ = ["Backend", "BatchResult", "SLAB_ALIGN", "FLOAT32_EXACT", "largest_finite",
-           "check_exact32", "row_reductions", "REDUCTIONS"]
+           "check_exact32", "row_reductions", "REDUCTIONS", "metric_values"]
 
 #: float32 holds every integer up to this exactly (its 24-bit significand)
 FLOAT32_EXACT = 2**24
@@ -64,6 +64,22 @@ def row_reductions(block) -> dict:
             out["eccentricity"][lo:lo + step] = np.max(part, axis=1, initial=0.0,
                                                        where=finite)
     return out
+
+
+def metric_values(red: dict, n: int) -> dict:
+    """The per-source metrics a job stores (:data:`mgapsp.plan.METRICS`) from a block's
+    :func:`row_reductions`, ``n`` its columns: closeness as NetworkX defines it with
+    ``wf_improved`` (``(r - 1) / s`` times ``(r - 1) / (n - 1)``, 0 where nothing but
+    the source is reached)."""
+    r = np.asarray(red["reachable"])
+    total = np.asarray(red["total"], dtype=np.float64)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        closeness = np.where((total > 0) & (n > 1), (r - 1) / total, 0.0)
+        if n > 1:
+            closeness = closeness * (r - 1) / (n - 1)
+    return {"reachable": r, "distance_sum": total, "closeness": closeness,
+            "harmonic": np.asarray(red["harmonic"]),
+            "eccentricity": np.asarray(red["eccentricity"])}
 
 
 def check_exact32(largest: float, rows_done: int, batch: int | None = None) -> None:

@@ -60,6 +60,8 @@ class JobRequest:
     compression: str = "lz4"
     shards: bool = True
     predecessors: bool = False
+    #: per-source metrics stored beside the rows (mgapsp.plan.METRICS)
+    metrics: tuple = ()
     resume: bool = False
     overwrite: bool = False
     check: str = "auto"
@@ -71,8 +73,8 @@ def run_job(graph: Graph, out, client, *, lock: StoreLock | None = None,
             **options) -> JobReport:
     """Compute the rows of ``sources`` into the store at ``out`` on ``client``'s workers;
     ``options`` are :class:`JobRequest`'s fields (algorithm, backend, dtype, sources,
-    targets, batch_size, compression, shards, predecessors, resume, overwrite, check,
-    on_start, on_progress).
+    targets, batch_size, compression, shards, predecessors, metrics, resume, overwrite,
+    check, on_start, on_progress).
 
     The run holds the store's lock throughout (:mod:`mgapsp.store.lock`): ``lock``,
     taken by the caller, or one it takes.  A resumed store's flagged batches are
@@ -221,7 +223,8 @@ class _Job:
                         predecessors=req.predecessors, n_workers=len(self.workers),
                         memory=self.memory, targets=req.targets,
                         hierarchy_ready=self.ready, may_build=may_build,
-                        threads=sum(self.client.nthreads().values()))
+                        threads=sum(self.client.nthreads().values()),
+                        metrics=req.metrics)
         if self.existing and req.dtype == "auto" and plan.checked32:
             job = self.store.job
             if job["dtype"] == "float64":   # its float32 failed the check before
@@ -481,6 +484,7 @@ def repair_job(path, client, *, backend: str = "auto") -> JobReport:
     dtype = "auto" if job.get("checked32") else job["dtype"]
     return run_job(store.load_graph(), path, client, algorithm=job["algorithm"],
                    backend=backend, dtype=dtype, sources=store.labels("source"),
+                   metrics=tuple(job.get("metrics", ())),
                    targets=None if job["all_targets"] else store.labels("target"),
                    batch_size=job["batch_size"], predecessors=job["predecessors"],
                    resume=True)

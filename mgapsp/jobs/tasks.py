@@ -21,7 +21,7 @@ import numpy as np
 from .. import config, hierarchy
 from ..algorithms import needs_hierarchy
 from ..backends import BatchResult, get_backend
-from ..backends.base import check_exact32
+from ..backends.base import check_exact32, metric_values
 from ..devices import gpu_count
 from ..errors import MgapspError
 from ..graph import Graph
@@ -180,9 +180,15 @@ def run_batch(store_path: str, fingerprint: str, run: str, batch: int, start: in
     if checked32:
         check_exact32(float(impl.largest_finite(result.distances)), 0, batch)
     t1 = time.perf_counter()
+    metrics = job.store.job.get("metrics")
+    if metrics:         # reduced on the block's device, before the writer frees it
+        values = metric_values(impl.row_reductions(result.distances),
+                               result.distances.shape[1])
     written = job.store.write_block(start, result.distances, result.predecessors,
                                     staging=impl.staging, guard=job.guard,
                                     wide=_COMPUTING.idle() and not slab)
+    if metrics:
+        job.store.write_metrics(batch, values, guard=job.guard)
     if job.store.workers_mark_batches:
         # after its rows: a flag always means written
         job.store.mark_batch(batch, guard=job.guard)

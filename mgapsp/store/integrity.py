@@ -37,6 +37,8 @@ def damaged_batches(store: Store, batches=None, *, deep: bool = False,
     batches = [int(b) for b in batches]
     names = ["distances"] + (["predecessors"] if store.job["predecessors"] else [])
     layouts = [(name, ChunkLayout(store.array(name))) for name in names]
+    # the job's metrics: a chunk of each per batch (a file of its own)
+    metrics = [ChunkLayout(store.array(name)) for name in store.job.get("metrics", ())]
     if not batches:
         return {}
 
@@ -45,6 +47,11 @@ def damaged_batches(store: Store, batches=None, *, deep: bool = False,
             problem = _check_row(lay, b, deep)
             if problem:
                 return problem
+        for lay in metrics:
+            if lay.ok and lay.root is not None:
+                problem = _check_chunk_file(lay, lay.key((b,)), deep)
+                if problem:
+                    return problem
         return None
 
     with ThreadPoolExecutor(max(1, min(threads, len(batches)))) as pool:

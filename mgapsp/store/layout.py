@@ -38,7 +38,7 @@ from zarr.codecs import BloscCodec, Crc32cCodec
 
 from ..errors import ResumeMismatchError, StoreError
 from ..graph import Graph
-from ..plan import JobPlan
+from ..plan import METRICS, JobPlan
 
 __all__ = ["Store", "FORMAT_VERSION", "package_versions", "store_state", "check_target",
            "prepare_path", "foreign_entries"]
@@ -154,7 +154,7 @@ def check_target(path, *, resume: bool = False, overwrite: bool = False) -> str:
 #: what a store holds besides its root's zarr.json: Zarr nodes of these names
 STORE_MEMBERS = frozenset({"distances", "predecessors", "vertex", "source",
                            "source_index", "target", "target_index", "batch_done",
-                           "graph", "chunk_crc"})
+                           "graph", "chunk_crc"}) | set(METRICS)
 
 
 def foreign_entries(path) -> list[str]:
@@ -341,6 +341,14 @@ class Store:
         _write_array(group, "source_index", plan.sources.astype(np.int64), ("source",))
         _write_array(group, "target", labels[targets], ("target",))
         _write_array(group, "target_index", targets.astype(np.int64), ("target",))
+        # a value per source and metric, a chunk per batch: each batch's worker writes
+        # its own, before its flag
+        for name in plan.metrics:
+            integer = name == "reachable"
+            group.create_array(name, shape=(s,), chunks=(plan.batch_size,),
+                               dtype="int64" if integer else "float64",
+                               fill_value=-1 if integer else np.nan,
+                               compressors=[Crc32cCodec()], dimension_names=("source",))
         # a chunk per batch: the worker that wrote a batch marks it (a new file, so no
         # two processes share one), and the client's records leave it alone
         group.create_array("batch_done", shape=(plan.n_batches,), dtype="uint8",
@@ -362,7 +370,7 @@ class Store:
                       "object_labels": graph.object_labels},
             "job": {"algorithm": plan.algorithm, "backend": plan.backend,
                     "dtype": plan.dtype, "dtype_reason": plan.dtype_reason,
-                    "checked32": plan.checked32,
+                    "checked32": plan.checked32, "metrics": list(plan.metrics),
                     "batch_size": plan.batch_size,
                     "n_batches": plan.n_batches, "n_sources": plan.n_sources,
                     "predecessors": plan.predecessors, "col_chunk": plan.col_chunk,
@@ -428,7 +436,8 @@ class Store:
                        col_chunk=job["col_chunk"], targets=self.target_index(),
                        cpu_algorithm=job.get("cpu_algorithm"),
                        dtype_reason=job.get("dtype_reason", ""),
-                       checked32=bool(job.get("checked32", False)))
+                       checked32=bool(job.get("checked32", False)),
+                       metrics=tuple(job.get("metrics", ())))
 
     def done_mask(self) -> np.ndarray:
         """Each batch's flag.  A flag whose chunk cannot be read (damage: a file
@@ -465,6 +474,12 @@ class Store:
                 f"{self.fingerprint}, this graph {graph.fingerprint}); use --overwrite "
                 "to start again")
         job = self.job
+        if tuple(job.get("metrics", ())) != tuple(plan.metrics):
+            before = ", ".join(job.get("metrics", ())) or "none"
+            asked = ", ".join(plan.metrics) or "none"
+            raise ResumeMismatchError(
+                f"{self.path} was started with metrics {before}, this run asks for "
+                f"{asked}; use --overwrite to start again")
         for key in _RESUME_KEYS:
             if job[key] != getattr(plan, key):
                 raise ResumeMismatchError(
@@ -513,6 +528,27 @@ class Store:
         if name not in self._arrays:
             self._arrays[name] = self.group[name]
         return self._arrays[name]
+
+    def write_metrics(self, batch: int, values: dict, guard=None) -> None:
+        """Batch ``batch``'s value of each of the job's metrics (``values``: a host array
+        each, a value per row), its chunk of each metric's array (a worker, after its
+        rows and before its flag)."""
+        from .writer import write_chunk
+
+        for name in self.job.get("metrics", ()):
+            arr = self.array(name)
+            chunk = np.full(arr.chunks, arr.fill_value, dtype=arr.dtype)
+            v = np.asarray(values[name])
+            chunk[:len(v)] = v
+            write_chunk(arr, (batch,), chunk, guard)
+
+    def metric(self, name: str) -> np.ndarray:
+        """The whole array of metric ``name`` (the fill value where not computed)."""
+        if name not in self.job.get("metrics", ()):
+            raise StoreError(f"{self.path} holds no metric {name!r} (it holds: "
+                             f"{', '.join(self.job.get('metrics', ())) or 'none'}); run "
+                             "the job with --metrics")
+        return self.array(name)[:]
 
     def mark_batch(self, batch: int, guard=None) -> None:
         """Flag ``batch`` as written (a worker, after its rows; a chunk of its own)."""
