@@ -36,7 +36,7 @@ def apsp(graph, *, out=None, algorithm: str = "auto", backend: str = "auto",
          overwrite: bool = False, directed: bool | None = None,
          unweighted: bool = False, weight="weight", source="source", target="target",
          compression: str = "lz4", shards: bool = True, progress: bool = False,
-         metrics=()):
+         metrics=(), distances: bool = True):
     """All-pairs (or many-to-all) shortest-path distances.
 
     Parameters
@@ -100,6 +100,8 @@ def apsp(graph, *, out=None, algorithm: str = "auto", backend: str = "auto",
         ``harmonic``, ``eccentricity``; ``reachable`` and ``distance_sum`` come with
         any), read back with :meth:`Result.metric` or in ``to_xarray()``.  Without a
         store, :func:`mgapsp.closeness_centrality` and its kin compute them.
+    distances : bool
+        With ``out`` and ``metrics``: ``False`` stores the metrics alone, not the rows.
 
     Returns
     -------
@@ -140,7 +142,7 @@ def apsp(graph, *, out=None, algorithm: str = "auto", backend: str = "auto",
     targets, _ = _checked_labels(targets, "targets", g)
     options = dict(algorithm=algorithm, dtype=dtype, sources=sources, targets=targets,
                    batch_size=batch_size, predecessors=predecessors)
-    if metrics and out is None:
+    if (metrics or not distances) and out is None:
         raise MgapspError("metrics= are stored beside the rows: give out= (or call "
                           "mgapsp.closeness_centrality and its kin)")
     if out is None:
@@ -158,7 +160,7 @@ def apsp(graph, *, out=None, algorithm: str = "auto", backend: str = "auto",
         return _rows(_on_client(g, client, backend, bar, options), one_row, predecessors)
     return _into_store(g, out, client, backend, bar, options, resume=resume,
                        overwrite=overwrite, compression=compression, shards=shards,
-                       metrics=metrics)
+                       metrics=metrics, distances=distances)
 
 
 def _watch(bar: ProgressBar) -> dict:

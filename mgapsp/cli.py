@@ -159,6 +159,8 @@ def _cluster_options(command):
               help="Also store, per source, from its row: closeness, harmonic, "
                    "eccentricity (comma separated; reachable and distance_sum come "
                    "with any).")
+@click.option("--no-distances", is_flag=True,
+              help="Store only the --metrics, not the rows: a store of megabytes.")
 @click.option("--compression", type=click.Choice(["lz4", "zstd", "none"]), default="lz4",
               show_default=True,
               help="Codec of the stored blocks (Blosc, bit-shuffled): lz4 is fast, zstd "
@@ -175,8 +177,8 @@ def _cluster_options(command):
               help="Save Dask's performance report of the job to this HTML file.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar.")
 def run(graph, out, fmt, directed, unweighted, weight_column, algorithm, backend, dtype,
-        batch_size, sources_file, targets_file, predecessors, reverse, metrics, compression,
-        shards, resume, overwrite,
+        batch_size, sources_file, targets_file, predecessors, reverse, metrics, no_distances,
+        compression, shards, resume, overwrite,
         scheduler, scheduler_file, tls_ca_file, tls_cert, tls_key, cpu_workers, gpus, workers,
         dashboard,
         performance_report, quiet):
@@ -255,7 +257,7 @@ def run(graph, out, fmt, directed, unweighted, weight_column, algorithm, backend
                              backend="hybrid" if cpu_workers else backend,
                              dtype=dtype, sources=sources, targets=targets,
                              batch_size=batch_size, predecessors=predecessors,
-                             metrics=metrics,
+                             metrics=metrics, distances=not no_distances,
                              compression=compression, shards=shards,
                              resume=resume, overwrite=overwrite, lock=lock,
                              on_start=on_start,
@@ -308,6 +310,10 @@ def _summary(out, report, n_workers, size):
 
         shown = ", ".join(batch_ranges(report.repaired_batches))
         click.echo(f"  repaired: batch(es) {shown} were damaged and are computed again")
+    if not p.distances:
+        click.echo(f"  store: {out} ({size / 2**20:.1f} MiB), metrics of {p.n_sources:,} "
+                   f"sources: {', '.join(p.metrics)} (no distances)")
+        return
     row = store.group["distances"][0, :].astype(np.float64)
     finite = row[np.isfinite(row)]
     sid = store.labels("source")[0]

@@ -26,7 +26,7 @@ from . import hierarchy
 from .algorithms import needs_hierarchy
 from .api import resolve_backend
 from .backends import get_backend
-from .backends.base import metric_values
+from .reductions import metric_values
 from .errors import MgapspError, UnsupportedError
 from .graph import Graph
 from .plan import plan_job

@@ -69,6 +69,8 @@ class JobPlan:
     checked32: bool = False
     #: per-source metrics the job stores beside the rows (:data:`METRICS`)
     metrics: tuple = ()
+    #: whether the rows themselves are stored (without: the metrics alone)
+    distances: bool = True
 
     def n_targets(self, n: int) -> int:
         return n if self.targets is None else len(self.targets)
@@ -268,12 +270,19 @@ def plan_job(graph: Graph, *, algorithm: str, backend: str, dtype: str, sources,
              batch_size: int | None, predecessors: bool, n_workers: int,
              memory: int, targets=None, hierarchy_ready: bool = False,
              may_build: bool = False, threads: int | None = None,
-             metrics=()) -> JobPlan:
+             metrics=(), distances: bool = True) -> JobPlan:
     """Resolve every choice of a job; raises before anything is written.
     ``hierarchy_ready``: the graph's contraction hierarchy is built; ``may_build``:
     the caller can build one (``auto`` may then pick phast).  ``threads``: the
     workers' threads together (CPU batches are cut for them: a worker may run one
     batch per thread); default ``n_workers``."""
+    metrics = check_metrics(metrics)
+    if not distances and not metrics:
+        raise MgapspError("without the distances a job stores only its metrics: give "
+                          "--metrics too")
+    if not distances and predecessors:
+        raise MgapspError("predecessors go with the distances; drop --no-distances or "
+                          "--predecessors")
     dtype, dtype_reason, checked32 = choose_dtype(graph, dtype, predecessors=predecessors,
                                                   gpu=backend in ("gpu", "hybrid"))
     sources = (np.arange(graph.n, dtype=np.int64) if sources is None
@@ -342,7 +351,7 @@ def plan_job(graph: Graph, *, algorithm: str, backend: str, dtype: str, sources,
                    col_chunk=column_chunk(graph.n if targets is None else len(targets),
                                           batch_size),
                    targets=targets, cpu_algorithm=cpu_algorithm, dtype_reason=dtype_reason,
-                   checked32=checked32, metrics=check_metrics(metrics))
+                   checked32=checked32, metrics=metrics, distances=bool(distances))
 
 
 def choose_dtype(graph: Graph, dtype: str, *, predecessors: bool = False,

@@ -135,6 +135,9 @@ class Result:
     def _read(self, name: str, selection) -> np.ndarray:
         """``selection`` of array ``name``; a chunk failing its checksum, or a value
         never written in a row said to be computed, is damage, never a result."""
+        if name in ("distances", "predecessors") and not self.store.job.get("distances", True):
+            raise StoreError(f"{self.location} holds no {name}: its job stored only its "
+                             "metrics (--no-distances); read them with Result.metric")
         array = self.group[name]
         # a run of consecutive rows or columns as a slice: Zarr reads a slice chunk by
         # chunk, an index array element by element (25x slower for a whole store)

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 import mgapsp
 from mgapsp.backends import get_backend
-from mgapsp.backends.base import row_reductions
+from mgapsp.reductions import row_reductions
 
 REL = 1e-9
 
@@ -268,3 +268,28 @@ def test_info_gives_diameter_radius_and_average_length(cpu_client, data_dir, tmp
     assert not (tmp_path / "x.zarr").exists()
     with pytest.raises(mgapsp.MgapspError, match="give out="):
         mgapsp.apsp(G, metrics=("closeness",))
+
+
+def test_metrics_without_the_distances(cpu_client, data_dir, tmp_path):
+    """--no-distances: the metrics alone, a store of kilobytes for rome99; verify
+    recomputes rows and compares the metrics, and finds a wrong one."""
+    from mgapsp.jobs.driver import run_job
+    from mgapsp.store import Store, store_size
+    from mgapsp.store.verify import verify_store
+
+    g = mgapsp.read_graph(data_dir / "rome99.gr")
+    out = tmp_path / "nd.zarr"
+    run_job(g, out, cpu_client, batch_size=512, metrics=("closeness",), distances=False)
+    assert store_size(out) < 1.2 * 2**20             # the graph itself is most of it
+    assert not (out / "distances" / "c").exists()
+    res = mgapsp.open(out)
+    with pytest.raises(mgapsp.StoreError, match="no distances"):
+        res.distances([1])
+    assert verify_store(out, all_rows=True).ok
+    s = Store.open(out, mode="r+")
+    wrong = {name: s.metric(name)[:512].copy() for name in s.job["metrics"]}
+    wrong["closeness"][5] *= 1.001
+    s.write_metrics(0, wrong)
+    assert verify_store(out, all_rows=True).mismatched_rows == [5]
+    with pytest.raises(mgapsp.MgapspError, match="give --metrics"):
+        run_job(g, tmp_path / "x.zarr", cpu_client, distances=False)

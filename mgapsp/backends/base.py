@@ -17,9 +17,10 @@ from .. import algorithms as registry
 from ..cuda.fw_slab import SLAB_ALIGN  # slabs start at multiples of the pivot blocks
 from ..errors import Float32Inexact, UnsupportedError
 from ..graph import Graph
+from ..reductions import REDUCTIONS, metric_values, row_reductions
 
 __all__ = ["Backend", "BatchResult", "SLAB_ALIGN", "FLOAT32_EXACT", "largest_finite",
-           "check_exact32", "row_reductions", "REDUCTIONS", "metric_values"]
+           "check_exact32"]
 
 #: float32 holds every integer up to this exactly (its 24-bit significand)
 FLOAT32_EXACT = 2**24
@@ -38,48 +39,6 @@ def largest_finite(block) -> float:
         part = rows[lo:lo + step]
         best = max(best, float(np.max(part, initial=0, where=np.isfinite(part))))
     return best
-
-
-#: the per-row reductions of :meth:`Backend.row_metrics`
-REDUCTIONS = ("reachable", "total", "harmonic", "eccentricity")
-
-
-def row_reductions(block) -> dict:
-    """Each row's finite entries (``reachable``), their sum (``total``), the sum of the
-    reciprocals of the positive ones (``harmonic``) and the largest (``eccentricity``)
-    of a host block, in float64 (counts in int64), a few rows at a time."""
-    block = np.asarray(block)
-    k = len(block)
-    out = {"reachable": np.zeros(k, dtype=np.int64), "total": np.zeros(k),
-           "harmonic": np.zeros(k), "eccentricity": np.zeros(k)}
-    step = max(1, (1 << 22) // max(block.shape[1], 1))
-    with np.errstate(divide="ignore"):
-        for lo in range(0, k, step):
-            part = block[lo:lo + step].astype(np.float64, copy=False)
-            finite = np.isfinite(part)
-            out["reachable"][lo:lo + step] = finite.sum(axis=1)
-            out["total"][lo:lo + step] = np.sum(part, axis=1, where=finite)
-            out["harmonic"][lo:lo + step] = np.sum(1.0 / part, axis=1,
-                                                   where=finite & (part > 0))
-            out["eccentricity"][lo:lo + step] = np.max(part, axis=1, initial=0.0,
-                                                       where=finite)
-    return out
-
-
-def metric_values(red: dict, n: int) -> dict:
-    """The per-source metrics a job stores (:data:`mgapsp.plan.METRICS`) from a block's
-    :func:`row_reductions`, ``n`` its columns: closeness as NetworkX defines it with
-    ``wf_improved`` (``(r - 1) / s`` times ``(r - 1) / (n - 1)``, 0 where nothing but
-    the source is reached)."""
-    r = np.asarray(red["reachable"])
-    total = np.asarray(red["total"], dtype=np.float64)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        closeness = np.where((total > 0) & (n > 1), (r - 1) / total, 0.0)
-        if n > 1:
-            closeness = closeness * (r - 1) / (n - 1)
-    return {"reachable": r, "distance_sum": total, "closeness": closeness,
-            "harmonic": np.asarray(red["harmonic"]),
-            "eccentricity": np.asarray(red["eccentricity"])}
 
 
 def check_exact32(largest: float, rows_done: int, batch: int | None = None) -> None:

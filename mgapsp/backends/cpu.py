@@ -23,8 +23,9 @@ from . import cpu_sweep
 from ..errors import InsufficientMemoryError, NegativeCycleError, UnsupportedError
 from ..graph import Graph
 from .. import algorithms as registry
+from ..reductions import row_reductions
 from .base import (FLOAT32_EXACT, SLAB_ALIGN, Backend, BatchResult, check_exact32,
-                   largest_finite, row_reductions)
+                   largest_finite)
 
 __all__ = ["CPUBackend", "bellman_ford_potentials", "find_negative_cycle", "kernels_pay",
            "multicore", "on_kernels"]

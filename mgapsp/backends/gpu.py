@@ -25,7 +25,8 @@ from ..cuda.staging import FRAME_GROUP_BYTES
 from ..errors import InsufficientMemoryError, UnsupportedError
 from ..graph import Graph
 from .. import algorithms as registry
-from .base import Backend, BatchResult, check_exact32, largest_finite, row_reductions
+from ..reductions import row_reductions
+from .base import Backend, BatchResult, check_exact32, largest_finite
 
 __all__ = ["GPUBackend", "clear_device_cache"]
 

@@ -62,6 +62,8 @@ class JobRequest:
     predecessors: bool = False
     #: per-source metrics stored beside the rows (mgapsp.plan.METRICS)
     metrics: tuple = ()
+    #: store the rows (False: the metrics alone)
+    distances: bool = True
     resume: bool = False
     overwrite: bool = False
     check: str = "auto"
@@ -224,7 +226,7 @@ class _Job:
                         memory=self.memory, targets=req.targets,
                         hierarchy_ready=self.ready, may_build=may_build,
                         threads=sum(self.client.nthreads().values()),
-                        metrics=req.metrics)
+                        metrics=req.metrics, distances=req.distances)
         if self.existing and req.dtype == "auto" and plan.checked32:
             job = self.store.job
             if job["dtype"] == "float64":   # its float32 failed the check before
@@ -485,6 +487,7 @@ def repair_job(path, client, *, backend: str = "auto") -> JobReport:
     return run_job(store.load_graph(), path, client, algorithm=job["algorithm"],
                    backend=backend, dtype=dtype, sources=store.labels("source"),
                    metrics=tuple(job.get("metrics", ())),
+                   distances=job.get("distances", True),
                    targets=None if job["all_targets"] else store.labels("target"),
                    batch_size=job["batch_size"], predecessors=job["predecessors"],
                    resume=True)

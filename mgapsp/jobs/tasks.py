@@ -21,7 +21,8 @@ import numpy as np
 from .. import config, hierarchy
 from ..algorithms import needs_hierarchy
 from ..backends import BatchResult, get_backend
-from ..backends.base import check_exact32, metric_values
+from ..backends.base import check_exact32
+from ..reductions import metric_values
 from ..devices import gpu_count
 from ..errors import MgapspError
 from ..graph import Graph
@@ -184,9 +185,12 @@ def run_batch(store_path: str, fingerprint: str, run: str, batch: int, start: in
     if metrics:         # reduced on the block's device, before the writer frees it
         values = metric_values(impl.row_reductions(result.distances),
                                result.distances.shape[1])
-    written = job.store.write_block(start, result.distances, result.predecessors,
-                                    staging=impl.staging, guard=job.guard,
-                                    wide=_COMPUTING.idle() and not slab)
+    if job.store.job.get("distances", True):
+        written = job.store.write_block(start, result.distances, result.predecessors,
+                                        staging=impl.staging, guard=job.guard,
+                                        wide=_COMPUTING.idle() and not slab)
+    else:               # the metrics alone (--no-distances)
+        written = {"copy_s": 0.0, "encode_s": 0.0, "bytes": 0}
     if metrics:
         job.store.write_metrics(batch, values, guard=job.guard)
     if job.store.workers_mark_batches:

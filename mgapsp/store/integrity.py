@@ -35,7 +35,8 @@ def damaged_batches(store: Store, batches=None, *, deep: bool = False,
     if batches is None:
         batches = np.flatnonzero(store.done_mask())
     batches = [int(b) for b in batches]
-    names = ["distances"] + (["predecessors"] if store.job["predecessors"] else [])
+    names = ((["distances"] if store.job.get("distances", True) else [])
+             + (["predecessors"] if store.job["predecessors"] else []))
     layouts = [(name, ChunkLayout(store.array(name))) for name in names]
     # the job's metrics: a chunk of each per batch (a file of its own)
     metrics = [ChunkLayout(store.array(name)) for name in store.job.get("metrics", ())]

@@ -371,6 +371,7 @@ class Store:
             "job": {"algorithm": plan.algorithm, "backend": plan.backend,
                     "dtype": plan.dtype, "dtype_reason": plan.dtype_reason,
                     "checked32": plan.checked32, "metrics": list(plan.metrics),
+                    "distances": plan.distances,
                     "batch_size": plan.batch_size,
                     "n_batches": plan.n_batches, "n_sources": plan.n_sources,
                     "predecessors": plan.predecessors, "col_chunk": plan.col_chunk,
@@ -437,7 +438,8 @@ class Store:
                        cpu_algorithm=job.get("cpu_algorithm"),
                        dtype_reason=job.get("dtype_reason", ""),
                        checked32=bool(job.get("checked32", False)),
-                       metrics=tuple(job.get("metrics", ())))
+                       metrics=tuple(job.get("metrics", ())),
+                       distances=bool(job.get("distances", True)))
 
     def done_mask(self) -> np.ndarray:
         """Each batch's flag.  A flag whose chunk cannot be read (damage: a file
@@ -480,6 +482,11 @@ class Store:
             raise ResumeMismatchError(
                 f"{self.path} was started with metrics {before}, this run asks for "
                 f"{asked}; use --overwrite to start again")
+        if job.get("distances", True) != plan.distances:
+            raise ResumeMismatchError(
+                f"{self.path} was started {'with' if job.get('distances', True) else 'without'}"
+                f" its distances, this run asks {'with' if plan.distances else 'without'};"
+                " use --overwrite to start again")
         for key in _RESUME_KEYS:
             if job[key] != getattr(plan, key):
                 raise ResumeMismatchError(

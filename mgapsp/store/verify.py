@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy.sparse import csgraph
 
+from ..reductions import metric_values, row_reductions
 from .integrity import damaged_batches
 from .layout import Store
 
@@ -73,7 +74,7 @@ def verify_store(path, *, samples: int | None = 64, all_rows: bool = False,
     method = "J" if graph.has_negative_weights else "D"
     rtol = tolerance(plan.dtype)
     atol = rtol * max(1.0, float(np.abs(graph.weights).max()))
-    dist_arr = store.group["distances"]
+    dist_arr = store.group["distances"] if plan.distances else None
     pred_arr = store.group["predecessors"] if plan.predecessors else None
     for lo in range(0, len(rows), chunk):
         sel = rows[lo:lo + chunk]
@@ -81,19 +82,40 @@ def verify_store(path, *, samples: int | None = 64, all_rows: bool = False,
         ref = csgraph.shortest_path(csr, method=method, directed=True, indices=src)
         if plan.targets is not None:
             ref = ref[:, plan.targets]
-        got = dist_arr.get_orthogonal_selection((sel, slice(None))).astype(np.float64)
-        inf_ok = np.isinf(got) == np.isinf(ref)
-        fin = np.isfinite(ref) & inf_ok
-        with np.errstate(invalid="ignore"):
-            err = np.where(fin, np.abs(got - ref), 0.0)
-        bad = ~inf_ok | (err > rtol * np.abs(np.where(fin, ref, 0.0)) + atol) | np.isnan(got)
-        report.max_error = max(report.max_error, float(err.max(initial=0.0)))
-        report.mismatched_rows += [int(r) for r in sel[bad.any(axis=1)]]
+        bad = np.zeros(len(sel), dtype=bool)
+        if dist_arr is not None:
+            got = dist_arr.get_orthogonal_selection((sel, slice(None))).astype(np.float64)
+            inf_ok = np.isinf(got) == np.isinf(ref)
+            fin = np.isfinite(ref) & inf_ok
+            with np.errstate(invalid="ignore"):
+                err = np.where(fin, np.abs(got - ref), 0.0)
+            bad |= (~inf_ok | (err > rtol * np.abs(np.where(fin, ref, 0.0)) + atol)
+                    | np.isnan(got)).any(axis=1)
+            report.max_error = max(report.max_error, float(err.max(initial=0.0)))
+        if plan.metrics:
+            bad |= _metrics_differ(store, plan.metrics, sel, ref, rtol, atol)
+        report.mismatched_rows += [int(r) for r in sel[bad]]
         if pred_arr is not None:
             pred = pred_arr.get_orthogonal_selection((sel, slice(None)))
             report.bad_predecessors += _check_predecessors(graph, src, ref, pred, rtol, atol)
         report.rows_checked += len(sel)
     return report
+
+
+def _metrics_differ(store, names, sel, ref, rtol, atol) -> np.ndarray:
+    """Rows whose stored metrics are not those of SciPy's rows ``ref``."""
+    want = metric_values(row_reductions(ref), ref.shape[1])
+    bad = np.zeros(len(sel), dtype=bool)
+    for name in names:
+        got = store.array(name).get_orthogonal_selection((sel,)).astype(np.float64)
+        w = np.asarray(want[name], dtype=np.float64)
+        if name == "reachable":
+            bad |= got != w
+            continue
+        # distances' tolerance (a sum's: times the terms); ratios: relative only
+        slack = {"distance_sum": atol * ref.shape[1], "eccentricity": atol}.get(name, 1e-12)
+        bad |= np.isnan(got) | (np.abs(got - w) > rtol * np.abs(w) + slack)
+    return bad
 
 
 def _check_predecessors(graph, sources, dist, pred, rtol, atol) -> int:
