@@ -57,7 +57,9 @@ def apsp(graph, *, out=None, algorithm: str = "auto", backend: str = "auto",
         ``auto`` uses the GPU when CUDA devices are visible.
     dtype : {"auto", "float32", "float64"}
         ``auto`` keeps every answer exact: float32 where the weights are integers and
-        every path sum stays within 2**24, else float64.
+        every path sum stays within 2**24, or where they are non-negative integers and
+        each batch's largest distance is checked below 2**24 (a batch past it is
+        computed again in float64, and the answer is then float64); else float64.
     sources : label or 1-D sequence of labels, optional
         Rows to compute, as the vertices' labels (``None``: every vertex).  One label
         (``sources=3``) gives one row, 1-D, as SciPy's ``indices=3``; ``[]`` gives

@@ -166,6 +166,25 @@ def test_row_metrics_keep_no_row_and_check_float32():
 
 
 @pytest.mark.gpu
+def test_a_gpu_job_stores_the_same_metrics(gpu_client, data_dir, tmp_path):
+    """Metrics reduced on the device in a job's batches, with and without the rows,
+    equal the CPU's reductions of SciPy's rows."""
+    from mgapsp.jobs.driver import run_job
+    from mgapsp.reductions import metric_values
+
+    g = mgapsp.read_graph(data_dir / "rome99.gr")
+    want = metric_values(row_reductions(mgapsp.apsp(g, backend="cpu", dtype="float64")),
+                         g.n)
+    for distances in (True, False):
+        out = tmp_path / f"gpu-{distances}.zarr"
+        run_job(g, out, gpu_client, backend="gpu", batch_size=512, distances=distances,
+                metrics=("closeness", "harmonic", "eccentricity"))
+        res = mgapsp.open(out)
+        for name, values in want.items():
+            np.testing.assert_allclose(res.metric(name), values, rtol=1e-12)
+
+
+@pytest.mark.gpu
 @pytest.mark.parametrize("path", ["USAir97.mtx", "rome99.gr"])
 def test_on_the_gpu(path, data_dir):
     """The device's reductions against the host's on the same rows, and NetworkX."""
