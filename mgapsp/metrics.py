@@ -143,10 +143,10 @@ def closeness_centrality(G, u=None, distance=None, wf_improved=True, *,
     red = row_metrics(rows, None if u is None else [u], backend=backend,
                       algorithm=algorithm)
     c = metric_values(red, g.n)["closeness"]
-    if not wf_improved and g.n > 1:      # undo the scaling where it applied
+    if not wf_improved and g.n > 1:      # without the scaling
         r = red["reachable"].astype(np.float64)
         with np.errstate(divide="ignore", invalid="ignore"):
-            c = np.where((red["total"] > 0), (r - 1) / red["total"], 0.0)
+            c = np.where((red["total"] > 0), (r - 1.0) / red["total"], 0.0)
     out = dict(zip(nodes, c.tolist()))
     return out[u] if u is not None else out
 

@@ -43,9 +43,9 @@ def metric_values(red: dict, n: int) -> dict:
     r = np.asarray(red["reachable"])
     total = np.asarray(red["total"], dtype=np.float64)
     with np.errstate(divide="ignore", invalid="ignore"):
-        closeness = np.where((total > 0) & (n > 1), (r - 1) / total, 0.0)
-        if n > 1:
-            closeness = closeness * (r - 1) / (n - 1)
+        closeness = np.where((total > 0) & (n > 1), (r - 1.0) / total, 0.0)
+        if n > 1:       # NetworkX's order of operations: its floats, to the last bit
+            closeness = closeness * ((r - 1.0) / (n - 1))
     return {"reachable": r, "distance_sum": total, "closeness": closeness,
             "harmonic": np.asarray(red["harmonic"]),
             "eccentricity": np.asarray(red["eccentricity"])}

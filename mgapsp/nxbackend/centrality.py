@@ -8,6 +8,9 @@ import numpy as np
 
 from .convert import FallBack, backend_graph, for_hops, for_weight
 from .registry import dispatches
+from ..api import resolve_backend
+from ..metrics import row_metrics
+from ..reductions import metric_values
 from .rows import distance_rows, int_sum
 
 __all__ = ["closeness_centrality", "harmonic_centrality"]
@@ -44,8 +47,21 @@ def closeness_centrality(G, u=None, distance=None, wf_improved=True):
     else:
         nodes = [u]
     len_G = len(nxg)
+    index = [conv.index[v] for v in nodes]
+    if conv.exact and conv.graph.path_sum_bound * max(len_G, 1) < 2**53:
+        # every row's sum exact in float64 in any order: the rows are reduced where
+        # they are computed (on the GPU, its device), none comes to the host
+        red = row_metrics(conv.graph, np.asarray(index, dtype=np.int64),
+                          backend=resolve_backend("auto"))
+        c = metric_values(red, len_G)["closeness"]
+        if not wf_improved and len_G > 1:
+            r = red["reachable"].astype(np.float64)
+            with np.errstate(divide="ignore", invalid="ignore"):
+                c = np.where(red["total"] > 0, (r - 1.0) / red["total"], 0.0)
+        closeness = dict(zip(nodes, c.tolist()))
+        return closeness[u] if u is not None else closeness
     closeness = {}
-    for chunk, block in distance_rows(conv, [conv.index[v] for v in nodes]):
+    for chunk, block in distance_rows(conv, index):
         for s, row in zip(chunk.tolist(), block):
             reached = row[np.isfinite(row)]
             if conv.integral:
