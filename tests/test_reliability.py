@@ -139,8 +139,16 @@ def test_the_watchdog_ends_a_job_whose_batches_stall(cpu_client, rome, tmp_path)
     def hold(seconds):
         time.sleep(seconds)
 
-    blockers = [cpu_client.submit(hold, 20, pure=False, workers=[w])
-                for w in cpu_client.scheduler_info(n_workers=-1)["workers"]]
+    # every worker, once the cluster has settled (an earlier test's killed workers are
+    # restarted by their nannies: one that joined later would run the batches)
+    workers, since, deadline = None, time.monotonic(), time.monotonic() + 60
+    while (time.monotonic() - since < 1.0 or len(workers) != 2) and \
+            time.monotonic() < deadline:
+        now = set(cpu_client.scheduler_info(n_workers=-1)["workers"])
+        if now != workers:
+            workers, since = now, time.monotonic()
+        time.sleep(0.1)
+    blockers = [cpu_client.submit(hold, 20, pure=False, workers=[w]) for w in workers]
     try:
         with dask.config.set({"mgapsp.jobs.stall-timeout": 2}):
             t = time.monotonic()
