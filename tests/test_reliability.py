@@ -14,6 +14,7 @@ import socket
 import time
 from pathlib import Path
 
+import dask
 import numpy as np
 import pytest
 import zarr
@@ -309,6 +310,22 @@ def test_a_read_only_remount_mid_job_is_one_line(tmp_path):
     assert r["lock_left"]
     assert r["resumed"].rc == 0, r["resumed"].err
     assert r["verify"].rc == 0, r["verify"].out
+
+
+def test_the_clients_own_record_failing_names_what_is_stored(cpu_client, rome, tmp_path,
+                                                              monkeypatch):
+    """The file system turned read-only between two batches: the client's progress
+    record, not a worker's write, may meet it first; the one error still says how many
+    batches are stored and how to continue."""
+    def read_only(self, *a, **kw):
+        raise OSError(30, "Read-only file system", f"{self.path}/zarr.json")
+
+    monkeypatch.setattr(Store, "mark_done", read_only)
+    with dask.config.set({"mgapsp.jobs.progress-interval": 1e-6}), \
+            pytest.raises(mgapsp.MgapspError) as info:
+        run_job(rome, tmp_path / "ro.zarr", cpu_client, batch_size=512)
+    assert "Read-only file system" in str(info.value)
+    assert "batches are stored; continue the job with --resume" in str(info.value)
 
 
 @pytest.mark.slow

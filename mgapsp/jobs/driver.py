@@ -335,7 +335,10 @@ class _Job:
             if self.slabs and self.client.status == "running":
                 with contextlib.suppress(Exception):
                     self.client.run(drop_slabs)
-        return self.finish(report)
+        try:
+            return self.finish(report)
+        except OSError as exc:      # every batch stored, the job's end not recorded
+            raise _job_error(exc, None, store) from exc
 
     def run_slabs(self, report: JobReport) -> None:
         """Floyd-Warshall as one slab of rows per worker; a slab's batches then go to
@@ -405,7 +408,10 @@ class _Job:
                     running.add(self.submit(nxt))
                 self.count(stats, report)
                 if time.perf_counter() - self.recorded_at >= every:
-                    self.record()
+                    try:
+                        self.record()
+                    except OSError as exc:  # the store's disk, met by the client first
+                        raise _job_error(exc, watchdog, self.store) from exc
         except BaseException:
             watchdog.stop()
             for fut in list(running.futures):
@@ -493,7 +499,8 @@ def repair_job(path, client, *, backend: str = "auto") -> JobReport:
                    resume=True)
 
 
-def _job_error(exc: BaseException, watchdog: Watchdog, store: Store) -> BaseException:
+def _job_error(exc: BaseException, watchdog: Watchdog | None,
+               store: Store) -> BaseException:
     """The one error a failed batch means for the job."""
     from distributed import KilledWorker
 
@@ -503,7 +510,7 @@ def _job_error(exc: BaseException, watchdog: Watchdog, store: Store) -> BaseExce
                   "job with --resume")
     except Exception:   # the store itself may be what failed
         stored = "continue the job with --resume"
-    if watchdog.reason:
+    if watchdog is not None and watchdog.reason:
         return MgapspError(f"{watchdog.reason}; {stored}")
     if isinstance(exc, MgapspError):
         return exc
