@@ -286,7 +286,7 @@ def _checked_labels(values, what: str, graph: Graph):
 def _in_process(graph: Graph, *, backend, algorithm, dtype, sources, targets, batch_size,
                 predecessors, bar: ProgressBar):
     impl = get_backend(backend)
-    ready = algorithm == "auto" and backend == "gpu" and hierarchy.known(graph)
+    ready = algorithm == "auto" and hierarchy.known(graph)
 
     def make_plan(may_build: bool):
         return plan_job(graph, algorithm=algorithm, backend=backend, dtype=dtype,

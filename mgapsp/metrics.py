@@ -95,7 +95,7 @@ def _plan(graph: Graph, sources, backend: str, algorithm: str, impl):
     """The batches' plan, as :func:`mgapsp.apsp` makes it: ``auto`` may pick phast for a
     road network with enough rows (its hierarchy built here, once per process), and
     falls back where the hierarchy fills in."""
-    ready = algorithm == "auto" and backend == "gpu" and hierarchy.known(graph)
+    ready = algorithm == "auto" and hierarchy.known(graph)
 
     def make(may_build: bool):
         return plan_job(graph, algorithm=algorithm, backend=backend, dtype="auto",

@@ -39,6 +39,10 @@ DENSE_MAX_VERTICES = {"cpu": 4096, "gpu": 16384}
 #: Austin; larger road networks cross over sooner (Bellman-Ford per source grows with
 #: their hop diameter, the build does not).
 AUTO_BUILD_SOURCES = 16384
+#: The same on the CPU, whose Dijkstra costs far more per source than PHAST's sweep:
+#: NY, 4,096 sources on 2 cores, Dijkstra 68.9 s against a 2.3 s build and a 11.5 s
+#: sweep (crossover near 170 sources; near 1,300 on 16 cores, each source 8x cheaper)
+AUTO_BUILD_SOURCES_CPU = 4096
 #: Elements of one Blosc block of the store's codec (LZ4 at its default level cuts a
 #: chunk into blocks of 2**17 elements, for 4- and 8-byte values alike; other levels
 #: into smaller powers of two).  What is left of a chunk after its whole blocks is one
@@ -108,12 +112,14 @@ def _auto(graph: Graph, backend: str, n_sources: int, hierarchy_ready: bool,
              and n_sources * 2 >= graph.n)
     if dense and FLOYD_WARSHALL.runs_on(backend):
         return FLOYD_WARSHALL.name
-    if backend == "gpu" and not graph.has_negative_weights and (
-            hierarchy_ready or (may_build and n_sources >= AUTO_BUILD_SOURCES
+    build_from = AUTO_BUILD_SOURCES if backend == "gpu" else AUTO_BUILD_SOURCES_CPU
+    if backend in ("gpu", "cpu") and not graph.has_negative_weights and (
+            hierarchy_ready or (may_build and n_sources >= build_from
                                 and road_like(graph))):
         # with its hierarchy built, a PHAST sweep beat Bellman-Ford on every road
-        # network measured (NY 25x, Austin 17x, a Delaunay mesh 4x per batch); a new
-        # one only for road networks (seconds to build; on graphs that fill in,
+        # network measured on the GPU (NY 25x, Austin 17x, a Delaunay mesh 4x per
+        # batch), and Dijkstra on the CPU (NY 6.0x, Austin 7.2x on 2 cores); a new one
+        # only for road networks (seconds to build; on graphs that fill in,
         # unbounded) and enough rows to pay for it
         return PHAST.name
     if graph.has_negative_weights:
@@ -302,8 +308,9 @@ def plan_job(graph: Graph, *, algorithm: str, backend: str, dtype: str, sources,
         backend_for_plan = "gpu"
     else:
         backend_for_plan = backend
-    # auto's phast is for the GPU, and with predecessors only where it can give them
-    phast_fits = backend == "gpu" and (not predecessors or hierarchy.gives_predecessors(graph))
+    # auto's phast, with predecessors only where it can give them
+    phast_fits = backend in ("gpu", "cpu") and (not predecessors
+                                                or hierarchy.gives_predecessors(graph))
     algorithm = choose_algorithm(graph, algorithm, backend_for_plan, len(sources),
                                  hierarchy_ready=hierarchy_ready and phast_fits,
                                  may_build=may_build and phast_fits)

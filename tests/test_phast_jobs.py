@@ -180,7 +180,8 @@ def test_auto_picks_phast_once_the_hierarchy_is_built(tmp_path, monkeypatch):
     assert plan_job(graph, predecessors=True, **kw).algorithm == "bellman-ford"
     positive = planar_graph(np.random.default_rng(21), 300, zero_fraction=0)
     assert plan_job(positive, predecessors=True, **kw).algorithm == "phast"
-    assert plan_job(graph, predecessors=False, **{**kw, "backend": "cpu"}).algorithm == "dijkstra"
+    # on the CPU too: its sweep beats Dijkstra per source
+    assert plan_job(graph, predecessors=False, **{**kw, "backend": "cpu"}).algorithm == "phast"
     # built: in this process, or saved in a folder that a later process reads
     assert not hierarchy.known(graph) and not hierarchy.known(graph, tmp_path)
     hierarchy.cached(graph, tmp_path)
@@ -226,17 +227,21 @@ def test_meshes_and_negative_weights_are_not_road_like():
 
 
 def test_auto_builds_a_hierarchy_for_many_rows_of_a_road_network(data_dir):
-    """On GPUs, auto builds a road network's hierarchy from AUTO_BUILD_SOURCES rows
-    on, where the caller can build one (with predecessors, where every weight is
-    positive); never for other graphs or the CPU backend."""
-    from mgapsp.plan import AUTO_BUILD_SOURCES, choose_algorithm, plan_job
+    """auto builds a road network's hierarchy from AUTO_BUILD_SOURCES rows on (GPUs)
+    or AUTO_BUILD_SOURCES_CPU (the CPU), where the caller can build one (with
+    predecessors, where every weight is positive); never for other graphs."""
+    from mgapsp.plan import (AUTO_BUILD_SOURCES, AUTO_BUILD_SOURCES_CPU, choose_algorithm,
+                             plan_job)
 
     rome = mgapsp.read_graph(data_dir / "rome99.gr")
     k = AUTO_BUILD_SOURCES
     assert choose_algorithm(rome, "auto", "gpu", k, may_build=True) == "phast"
     assert choose_algorithm(rome, "auto", "gpu", k - 1, may_build=True) == "bellman-ford"
     assert choose_algorithm(rome, "auto", "gpu", k) == "bellman-ford"
-    assert choose_algorithm(rome, "auto", "cpu", k, may_build=True) == "dijkstra"
+    c = AUTO_BUILD_SOURCES_CPU
+    assert choose_algorithm(rome, "auto", "cpu", c, may_build=True) == "phast"
+    assert choose_algorithm(rome, "auto", "cpu", c - 1, may_build=True) == "dijkstra"
+    assert choose_algorithm(rome, "auto", "cpu", c) == "dijkstra"
     social = mgapsp.read_graph(data_dir / "p2p-Gnutella09.txt")
     assert choose_algorithm(social, "auto", "gpu", k, may_build=True) == "bellman-ford"
     rows = np.tile(rome.labels, -(-k // rome.n))
@@ -244,3 +249,19 @@ def test_auto_builds_a_hierarchy_for_many_rows_of_a_road_network(data_dir):
               n_workers=1, memory=2**34, may_build=True)
     assert plan_job(rome, predecessors=False, **kw).algorithm == "phast"
     assert plan_job(rome, predecessors=True, **kw).algorithm == "phast"    # weights > 0
+
+
+def test_auto_sweeps_a_road_networks_hierarchy_on_the_cpu(data_dir):
+    """In process on the CPU, AUTO_BUILD_SOURCES_CPU rows of a road network: auto
+    builds the hierarchy and sweeps it, and the rows are SciPy's."""
+    from scipy.sparse.csgraph import dijkstra
+
+    from mgapsp import hierarchy
+    from mgapsp.plan import AUTO_BUILD_SOURCES_CPU
+
+    rome = mgapsp.read_graph(data_dir / "rome99.gr")
+    rows = np.tile(rome.labels, -(-AUTO_BUILD_SOURCES_CPU // rome.n))[:AUTO_BUILD_SOURCES_CPU]
+    got = mgapsp.apsp(rome, sources=rows, backend="cpu")
+    assert hierarchy.known(rome)
+    want = dijkstra(rome.to_scipy(), indices=rome.index_of(rows[:rome.n]))
+    np.testing.assert_array_equal(got[:rome.n], want)

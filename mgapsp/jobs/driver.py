@@ -215,7 +215,7 @@ class _Job:
                 self.algorithm = job["algorithm"]
             if self.batch_size is None:
                 self.batch_size = job["batch_size"]
-        self.ready = (self.algorithm == "auto" and self.backend == "gpu"
+        self.ready = (self.algorithm == "auto" and self.backend in ("gpu", "cpu")
                       and hierarchy.known(req.graph, hierarchy_dir(req.out)))
 
     def make_plan(self, may_build: bool):
