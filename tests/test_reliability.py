@@ -132,8 +132,12 @@ def test_workers_lost_with_nannies_the_job_completes(cpu_client, rome, tmp_path)
 
 
 @pytest.mark.slow       # waits for the stall timeout
-def test_the_watchdog_ends_a_job_whose_batches_stall(cpu_client, rome, tmp_path):
-    """No batch finishes within mgapsp.jobs.stall-timeout: one error, not a hang."""
+@pytest.mark.parametrize("algorithm, stalled", [
+    ("dijkstra", "no batch finished"),
+    ("phast", "the contraction hierarchy was not built")])     # a task before the batches
+def test_the_watchdog_ends_a_job_that_stalls(cpu_client, rome, tmp_path, algorithm,
+                                             stalled):
+    """Nothing finishes within mgapsp.jobs.stall-timeout: one error, not a hang."""
     import dask
 
     # a worker that holds its only thread: the batches wait behind it
@@ -153,8 +157,9 @@ def test_the_watchdog_ends_a_job_whose_batches_stall(cpu_client, rome, tmp_path)
     try:
         with dask.config.set({"mgapsp.jobs.stall-timeout": 2}):
             t = time.monotonic()
-            with pytest.raises(mgapsp.MgapspError, match="no batch finished in 2 s"):
-                run_job(rome, tmp_path / "stall.zarr", cpu_client, batch_size=256)
+            with pytest.raises(mgapsp.MgapspError, match=f"{stalled} in 2 s"):
+                run_job(rome, tmp_path / "stall.zarr", cpu_client, batch_size=256,
+                        algorithm=algorithm, backend="cpu")
             assert time.monotonic() - t < 15
     finally:
         cpu_client.cancel(blockers)

@@ -271,10 +271,7 @@ class _Job:
         if graph.has_negative_weights and potentials is None:
             fut = self.client.submit(compute_potentials, graph, self.backend,
                                      key=f"apsp-potentials-{self.token}")
-            try:
-                potentials = fut.result()
-            finally:
-                fut.release()
+            potentials = self.wait(fut, "the negative-cycle check did not finish")
         return potentials
 
     def hierarchy(self) -> None:
@@ -287,7 +284,7 @@ class _Job:
                                  os.path.abspath(self.req.out),
                                  key=f"apsp-hierarchy-{self.token}")
         try:
-            info = fut.result()
+            info = self.wait(fut, "the contraction hierarchy was not built")
         except UnsupportedError as e:
             if self.algorithm != "auto" or self.ready:
                 raise
@@ -295,11 +292,27 @@ class _Job:
             log.info("%s: %s; running without a hierarchy", self.req.out, e)
             info = None
             self.plan = self.make_plan(may_build=False)
-        finally:
-            fut.release()
         if info:
             log.info("%s: contraction hierarchy of %s arcs, %d levels, in %.2f s",
                      self.req.out, f"{info['arcs']:,}", info["levels"], info["seconds"])
+
+    def wait(self, fut, stalled: str):
+        """The result of one task run before the batches, watched as the batches are
+        (workers that all leave or hang, a lost scheduler, no end within the stall
+        timeout): one line rather than a wait without end."""
+        watchdog = Watchdog(self.client, cancel=lambda: fut.cancel(reason="mgapsp watchdog"),
+                            lock=self.lock, stalled=stalled).start()
+        try:
+            return _result(fut, watchdog)
+        except MgapspError:
+            raise
+        except Exception as exc:
+            if not watchdog.reason:
+                raise       # the task's own error (a negative cycle, a hierarchy too big)
+            raise _job_error(exc, watchdog, None) from exc
+        finally:
+            watchdog.stop()
+            fut.release()
 
     # -- the batches -------------------------------------------------------------------
     def compute(self) -> JobReport:
@@ -500,7 +513,7 @@ def repair_job(path, client, *, backend: str = "auto") -> JobReport:
 
 
 def _job_error(exc: BaseException, watchdog: Watchdog | None,
-               store: Store) -> BaseException:
+               store: Store | None) -> BaseException:
     """The one error a failed batch means for the job."""
     from distributed import KilledWorker
 
@@ -508,6 +521,8 @@ def _job_error(exc: BaseException, watchdog: Watchdog | None,
         done = store.done_mask()
         stored = (f"{int(done.sum())} of {len(done)} batches are stored; continue the "
                   "job with --resume")
+    except AttributeError:      # before the store was made
+        stored = "nothing was written"
     except Exception:   # the store itself may be what failed
         stored = "continue the job with --resume"
     if watchdog is not None and watchdog.reason:

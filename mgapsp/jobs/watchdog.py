@@ -107,8 +107,10 @@ class Watchdog:
     """Watches ``client``'s cluster for a job; :meth:`progress` on every batch done."""
 
     def __init__(self, client, *, cancel: Callable[[], None], lock=None,
-                 slab_workers: dict[str, str] | None = None, interval: float = 1.0):
+                 slab_workers: dict[str, str] | None = None, interval: float = 1.0,
+                 stalled: str = "no batch finished"):
         self.client = client
+        self.stalled = stalled      # what the stall's message says did not happen
         self.cancel = cancel
         self.lock = lock
         self.slab_workers = dict(slab_workers or {})   # address -> rows it holds
@@ -183,6 +185,6 @@ class Watchdog:
                     "and its rows with it")
         limit = max(self.stall, 10 * self._slowest)
         if now - self._last > limit:
-            return (f"no batch finished in {limit:g} s with {len(workers)} worker(s) "
+            return (f"{self.stalled} in {limit:g} s with {len(workers)} worker(s) "
                     "connected (mgapsp.jobs.stall-timeout)")
         return None
