@@ -15,7 +15,7 @@ from .errors import (
 )
 from .graph import Graph
 from .metrics import (average_shortest_path_length, closeness_centrality, diameter,
-                      eccentricity, harmonic_centrality)
+                      distance_histogram, eccentricity, harmonic_centrality)
 from .readers import as_graph, read_graph
 
 __version__ = "0.1.0"
@@ -41,6 +41,7 @@ __all__ = [
     "eccentricity",
     "diameter",
     "average_shortest_path_length",
+    "distance_histogram",
     "open",
     "Result",
     "read_graph",

@@ -157,8 +157,8 @@ def _cluster_options(command):
                    "closeness and harmonic centrality of a directed graph).")
 @click.option("--metrics", default="",
               help="Also store, per source, from its row: closeness, harmonic, "
-                   "eccentricity (comma separated; reachable and distance_sum come "
-                   "with any).")
+                   "eccentricity; and histogram, the distribution of all the distances "
+                   "(comma separated; reachable and distance_sum come with any).")
 @click.option("--no-distances", is_flag=True,
               help="Store only the --metrics, not the rows: a store of megabytes.")
 @click.option("--compression", type=click.Choice(["lz4", "zstd", "none"]), default="lz4",
@@ -355,12 +355,17 @@ def _metrics_line(store, complete: bool) -> str:
     target, the mean distance and the extreme eccentricities (over the whole matrix:
     the average shortest path length, the diameter and the radius)."""
     j = store.job
-    names = ", ".join(m for m in j["metrics"] if m not in ("reachable", "distance_sum"))
+    names = ", ".join(m for m in j["metrics"]
+                      if m not in ("reachable", "distance_sum", "histogram"))
     line = f"metrics: {names or 'reachable, distance_sum'} per source"
+    if "histogram" in j["metrics"]:
+        line += ", the distance histogram"
     if not complete:
         return line + " (the job is incomplete)"
     reach = store.metric("reachable")
     n = j["n_targets"]
+    if "histogram" in j["metrics"]:
+        line += "; " + _histogram_words(store.distance_histogram())
     if (reach < n).any():
         return (line + f"; {int((reach < n).sum()):,} source(s) do not reach every "
                 "target: no diameter")
@@ -374,6 +379,15 @@ def _metrics_line(store, complete: bool) -> str:
         line += (f", diameter {ecc.max():g}, radius {ecc.min():g}" if whole else
                  f", largest eccentricity {ecc.max():g}, smallest {ecc.min():g}")
     return line
+
+
+def _histogram_words(h) -> str:
+    """The median of a distance histogram, as the bin that holds it."""
+    if not len(h.counts):
+        return f"no pair connected ({h.unreachable:,} pairs)"
+    k = int(np.searchsorted(np.cumsum(h.counts), (h.pairs - h.unreachable + 1) // 2))
+    return (f"median distance in [{h.edges[k]:g}, {h.edges[k + 1]:g}), "
+            f"{h.unreachable:,} of {h.pairs:,} pairs unreachable")
 
 
 @main.command()
@@ -460,6 +474,9 @@ def verify(store, samples, all_rows, seed):
         click.echo(f"  {len(rep.mismatched_rows):,} rows differ (rows {shown})")
     if rep.bad_predecessors:
         click.echo(f"  {rep.bad_predecessors:,} predecessors inconsistent")
+    if rep.histogram_batches:
+        click.echo(f"  the distance histogram of batch(es) "
+                   f"{', '.join(batch_ranges(rep.histogram_batches)[:20])} differs")
     if not rep.ok:
         hint = f"; `mgapsp repair {store}` computes damaged batches again" if rep.damaged else ""
         click.echo(f"error: verification failed{hint}", err=True)

@@ -26,6 +26,8 @@ from . import hierarchy
 from .algorithms import needs_hierarchy
 from .api import resolve_backend
 from .backends import get_backend
+from .reductions import HISTOGRAM_BINS, DistanceHistogram
+from .reductions import distance_histogram as _histogram
 from .reductions import metric_values
 from .errors import MgapspError, UnsupportedError
 from .graph import Graph
@@ -33,7 +35,8 @@ from .plan import plan_job
 from .readers import as_graph
 
 __all__ = ["closeness_centrality", "harmonic_centrality", "eccentricity", "diameter",
-           "average_shortest_path_length", "row_metrics", "reversed_graph"]
+           "average_shortest_path_length", "distance_histogram", "row_metrics",
+           "reversed_graph"]
 
 
 def _is_networkx(G) -> bool:
@@ -67,28 +70,30 @@ def _error(G, message: str, kind: str = "NetworkXError"):
 
 
 def row_metrics(graph: Graph, sources=None, *, backend: str = "auto",
-                algorithm: str = "auto") -> dict:
+                algorithm: str = "auto", histogram: bool = False) -> dict:
     """For each of ``sources`` (labels; default every vertex) the reductions of its row
     of distances: ``reachable`` (finite entries, itself included), ``total`` (their
     sum), ``harmonic`` (the sum of the reciprocals of the positive ones) and
     ``eccentricity`` (the largest), as NumPy arrays in the order of ``sources``.  The
     rows are computed in batches and reduced where they are (on the GPU, its device);
-    none is kept."""
+    none is kept.  ``histogram``: also ``"histogram"``, the counts of
+    :func:`~mgapsp.reductions.histogram_counts` over all the rows."""
     backend = resolve_backend(backend)
     impl = get_backend(backend)
     n_sources = graph.n if sources is None else len(sources)
-    if graph.n == 0 or n_sources == 0:
-        return {"reachable": np.zeros(0, dtype=np.int64), "total": np.zeros(0),
-                "harmonic": np.zeros(0), "eccentricity": np.zeros(0)}
-    if graph.m == 0:            # each vertex reaches itself only
-        return {"reachable": np.ones(n_sources, dtype=np.int64),
-                "total": np.zeros(n_sources), "harmonic": np.zeros(n_sources),
-                "eccentricity": np.zeros(n_sources)}
+    if graph.n == 0 or n_sources == 0 or graph.m == 0:   # each reaches itself only
+        k = 0 if graph.n == 0 else n_sources
+        out = {"reachable": np.ones(k, dtype=np.int64), "total": np.zeros(k),
+               "harmonic": np.zeros(k), "eccentricity": np.zeros(k)}
+        if histogram:
+            out["histogram"] = np.zeros(HISTOGRAM_BINS, dtype=np.uint64)
+        return out
     plan = _plan(graph, sources, backend, algorithm, impl)
     potentials = impl.potentials(graph) if graph.has_negative_weights else None
     return impl.row_metrics(graph, plan.sources, batch_size=plan.batch_size,
                             algorithm=plan.algorithm, dtype=np.dtype(plan.dtype),
-                            checked32=plan.checked32, potentials=potentials)
+                            checked32=plan.checked32, potentials=potentials,
+                            histogram=histogram)
 
 
 def _plan(graph: Graph, sources, backend: str, algorithm: str, impl):
@@ -258,3 +263,25 @@ def average_shortest_path_length(G, weight=None, method=None, *, backend: str = 
         raise _error(G, "Graph is not strongly connected." if g.directed
                      else "Graph is not connected.")
     return float(red["total"].sum()) / (n * (n - 1))
+
+
+def distance_histogram(G, sources=None, weight=None, *, backend: str = "auto",
+                       algorithm: str = "auto") -> DistanceHistogram:
+    """The distribution of the distances from ``sources`` (labels; default every
+    vertex) to every other vertex, without the matrix: ``counts, edges = h`` as
+    :func:`numpy.histogram` gives them, plus ``h.unreachable`` (pairs with no path)
+    and ``h.pairs``.  The bins are fixed (16 to an octave, each 1/16 of it wide; every
+    integer below 32 has its own, so hop counts are exact), the same for every graph
+    (:mod:`mgapsp.reductions`); ``weight``: the edge attribute of a NetworkX graph
+    (None: hops).
+
+    >>> import networkx as nx, mgapsp
+    >>> counts, edges = mgapsp.distance_histogram(nx.path_graph(4))
+    >>> counts.tolist(), edges.tolist()
+    ([6, 4, 2], [1.0, 2.0, 3.0, 4.0])
+    """
+    g = _graph(G, weight)
+    froms = None if sources is None else _nodes(G, g, sources)
+    red = row_metrics(g, froms, backend=backend, algorithm=algorithm, histogram=True)
+    unreachable = int(len(red["reachable"]) * g.n - red["reachable"].sum())
+    return _histogram(red["histogram"], unreachable, integral=g.integral_weights)

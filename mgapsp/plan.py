@@ -252,8 +252,11 @@ def owner_of_rows(bounds, start: int) -> int:
 #: the metrics a job can store, one value per source, from its row: the vertices it
 #: reaches (itself included), the sum of their distances, NetworkX's closeness with
 #: Wasserman and Faust's scaling, the sum of the reciprocals of the positive
-#: distances (harmonic), the largest distance (eccentricity among those reached)
-METRICS = ("reachable", "distance_sum", "closeness", "harmonic", "eccentricity")
+#: distances (harmonic), the largest distance (eccentricity among those reached);
+#: and one per job, summed over its batches: the distribution of the distances
+#: (``histogram``, :func:`mgapsp.reductions.distance_histogram`)
+METRICS = ("reachable", "distance_sum", "closeness", "harmonic", "eccentricity",
+           "histogram")
 
 
 def check_metrics(metrics) -> tuple:

@@ -176,11 +176,20 @@ class Result:
         ``eccentricity``, ``reachable``, ``distance_sum``: ``mgapsp run --metrics``)
         of ``sources`` (labels; None: all of the store's), over each source's row.
         ``to_xarray()`` has them too, by the ``source`` coordinate."""
+        if name == "histogram":
+            raise MgapspError("the histogram is the job's, not a source's: read it with "
+                              "Result.distance_histogram()")
         values = self.store.metric(name)
         rows = (np.arange(len(values)) if sources is None
                 else self._positions("source", sources))
         self._check_computed(rows)
         return values[rows]
+
+    def distance_histogram(self):
+        """The distribution of the distances of the rows computed (``mgapsp run
+        --metrics histogram``): :func:`mgapsp.distance_histogram`'s answer, ``counts,
+        edges = ...``, with ``unreachable`` and ``pairs``."""
+        return self.store.distance_histogram()
 
     def distance(self, u, v) -> float:
         """The distance from ``u`` to ``v`` (labels); ``inf`` where unreachable."""

@@ -312,3 +312,142 @@ def test_metrics_without_the_distances(cpu_client, data_dir, tmp_path):
     assert verify_store(out, all_rows=True).mismatched_rows == [5]
     with pytest.raises(mgapsp.MgapspError, match="give --metrics"):
         run_job(g, tmp_path / "x.zarr", cpu_client, distances=False)
+
+
+# -- the distribution of distances ----------------------------------------------------
+
+def _scipy_histogram(g, edges, sources=None):
+    """NumPy's histogram of SciPy's distances between distinct vertices, on ``edges``,
+    and the number of unreachable pairs."""
+    from scipy.sparse import csgraph
+
+    src = np.arange(g.n) if sources is None else np.asarray(sources)
+    d = csgraph.shortest_path(g.to_scipy(), method="J" if g.has_negative_weights else "D",
+                              indices=src)
+    d[np.arange(len(src)), src] = np.nan     # a vertex and itself: no pair
+    finite = d[np.isfinite(d)]
+    return np.histogram(finite, bins=edges)[0], int(np.isinf(d).sum()), finite
+
+
+@pytest.mark.parametrize("path", ["karate.mtx", "USAir97.mtx", "rome99.gr",
+                                  "p2p-Gnutella08.txt"])
+def test_distance_histogram_of_real_graphs(path, data_dir):
+    """Every distance between distinct vertices counted once, in the bin NumPy puts it
+    in; unreachable pairs counted apart; integer distances on integer edges."""
+    g = mgapsp.read_graph(data_dir / path)
+    h = mgapsp.distance_histogram(g, backend="cpu")
+    want, unreachable, finite = _scipy_histogram(g, h.edges)
+    np.testing.assert_array_equal(h.counts, want)
+    assert h.unreachable == unreachable
+    assert h.pairs == g.n * (g.n - 1)
+    assert h.edges[0] <= finite.min() and finite.max() < h.edges[-1]
+    if g.integral_weights:
+        np.testing.assert_array_equal(h.edges, np.round(h.edges))
+        small = h.edges[h.edges <= 32]
+        np.testing.assert_array_equal(np.diff(small), 1.0)    # a bin per integer
+
+
+@settings(max_examples=25, deadline=None)
+@given(n=st.integers(2, 30), p=st.floats(0.05, 0.5), seed=st.integers(0, 10**6),
+       kind=st.sampled_from(["unit", "int", "float", "negative"]))
+def test_distance_histogram_of_random_graphs(n, p, seed, kind):
+    """Random directed graphs, disconnected ones, fractional and negative weights
+    (Johnson) included: the same counts as NumPy's on SciPy's distances (by
+    magnitude for negative ones: the bins are half-open toward zero)."""
+    from mgapsp.reductions import histogram_bin_of
+
+    rng = np.random.default_rng(seed)
+    a = (rng.random((n, n)) < p) & ~np.eye(n, dtype=bool)
+    rows, cols = np.nonzero(a)
+    w = {"unit": np.ones(len(rows)), "int": rng.integers(1, 100, len(rows)) * 1.0,
+         "float": rng.random(len(rows)) * 10 + 0.01,
+         "negative": rng.integers(1, 20, len(rows)) * 1.0}[kind]
+    if kind == "negative":      # potentials make some weights negative, no cycle
+        pot = rng.integers(0, 15, n)
+        w = w + pot[rows] - pot[cols]
+    import scipy.sparse as sp
+
+    g = mgapsp.as_graph(sp.csr_matrix((w, (rows, cols)), shape=(n, n)))
+    h = mgapsp.distance_histogram(g, backend="cpu")
+    _, unreachable, finite = _scipy_histogram(g, np.array([0.0, 1.0]))
+    assert h.unreachable == unreachable and h.pairs == n * (n - 1)
+    # each distance's bin, found by its value among the edges
+    bins = np.bincount(histogram_bin_of(finite), minlength=8192)
+    assert h.counts.sum() == len(finite) == bins.sum()
+    pos = finite[finite >= 0]
+    if len(pos) and kind != "negative":
+        np.testing.assert_array_equal(h.counts, np.histogram(pos, bins=h.edges)[0])
+
+
+def test_histogram_bins_of_float64_never_cross_an_edge():
+    """float64 distances just under an edge (2, 33, 1e6 rounded to float32) stay under
+    it: rounded toward zero, not to nearest; huge ones in the last finite bin."""
+    from mgapsp.reductions import distance_histogram, histogram_counts
+
+    under = np.nextafter(np.array([2.0, 34.0, 2.0**20]), 0)
+    block = np.concatenate([under, [2.0, 34.0, 2.0**20, 1e300]])[None]
+    h = distance_histogram(histogram_counts(block), 0)
+    want = np.histogram(np.minimum(block[0], 3.4e38), bins=h.edges)[0]
+    np.testing.assert_array_equal(h.counts, want)
+    assert np.isinf(h.edges[-1])
+
+
+def test_a_job_stores_the_distance_histogram(cpu_client, data_dir, tmp_path):
+    """--metrics histogram: a batch's counts each, summed when read; the same as the
+    in-process answer; resumed batches add to the same bins; info gives the median's
+    bin; verify recomputes a batch's and finds a wrong count."""
+    from mgapsp.jobs.driver import run_job
+    from mgapsp.store import Store
+    from mgapsp.store.verify import verify_store
+
+    g = mgapsp.read_graph(data_dir / "rome99.gr")
+    out = tmp_path / "h.zarr"
+    run_job(g, out, cpu_client, batch_size=512, metrics=("histogram",), distances=False)
+    res = mgapsp.open(out)
+    h = res.distance_histogram()
+    want = mgapsp.distance_histogram(g, backend="cpu")
+    np.testing.assert_array_equal(h.counts, want.counts)
+    np.testing.assert_array_equal(h.edges, want.edges)
+    assert h.unreachable == want.unreachable
+    with pytest.raises(mgapsp.MgapspError, match="distance_histogram"):
+        res.metric("histogram")
+    assert verify_store(out, all_rows=True).ok
+    # three batches cleared and computed again by --resume: the same histogram
+    s = Store.open(out, mode="r+")
+    s.unmark_batches([0, 3, 6])
+    run_job(g, out, cpu_client, batch_size=512, metrics=("histogram",), distances=False,
+            resume=True)
+    np.testing.assert_array_equal(mgapsp.open(out).distance_histogram().counts,
+                                  want.counts)
+    # a wrong count (its checksum made anew): verify recomputes the batch
+    s = Store.open(out, mode="r+")
+    values = {name: s.metric(name)[:512] for name in s.job["metrics"]}
+    values["histogram"] = s.metric("histogram")[2].copy()
+    values["histogram"][np.flatnonzero(values["histogram"])[0]] += 1
+    s.write_metrics(2, values)
+    rep = verify_store(out, all_rows=True)
+    assert rep.histogram_batches == [2] and not rep.ok
+
+
+@pytest.mark.gpu
+def test_the_device_histogram_is_the_hosts(data_dir):
+    """The device's counts equal the host's on float32 and float64 blocks (values just
+    under edges, huge, negative, unreachable), and on a graph's rows on the GPU."""
+    import cupy
+
+    from mgapsp.cuda.reduce import histogram_counts as on_device
+    from mgapsp.reductions import histogram_counts
+
+    rng = np.random.default_rng(3)
+    block = np.concatenate([rng.random(5000) * 1e4, rng.integers(0, 40, 5000),
+                            np.nextafter(np.array([2.0, 34.0, 2.0**20]), 0),
+                            [np.inf, -np.inf, 1e300, -7.5, 0.0]])
+    for dtype in (np.float32, np.float64):
+        b = block.astype(dtype).reshape(1, -1)
+        np.testing.assert_array_equal(cupy.asnumpy(on_device(cupy.asarray(b), self_pairs=1)),
+                                      histogram_counts(b, self_pairs=1))
+    g = mgapsp.read_graph(data_dir / "rome99.gr")
+    gpu = mgapsp.distance_histogram(g, backend="gpu")
+    cpu = mgapsp.distance_histogram(g, backend="cpu")
+    np.testing.assert_array_equal(gpu.counts, cpu.counts)
+    assert gpu.unreachable == cpu.unreachable

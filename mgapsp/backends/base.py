@@ -17,7 +17,8 @@ from .. import algorithms as registry
 from ..cuda.fw_slab import SLAB_ALIGN  # slabs start at multiples of the pivot blocks
 from ..errors import Float32Inexact, UnsupportedError
 from ..graph import Graph
-from ..reductions import REDUCTIONS, metric_values, row_reductions
+from ..reductions import (HISTOGRAM_BINS, REDUCTIONS, histogram_counts, metric_values,
+                          row_reductions)
 
 __all__ = ["Backend", "BatchResult", "SLAB_ALIGN", "FLOAT32_EXACT", "largest_finite",
            "check_exact32"]
@@ -174,34 +175,48 @@ class Backend(ABC):
         """:func:`row_reductions` of a block this backend returned, as host arrays."""
         return row_reductions(block)
 
+    def histogram_counts(self, block, self_pairs: int = 0) -> np.ndarray:
+        """:func:`~mgapsp.reductions.histogram_counts` of a block this backend
+        returned, as a host array."""
+        return histogram_counts(block, self_pairs=self_pairs)
+
     def row_metrics(self, graph: Graph, sources: np.ndarray, *, batch_size: int,
                     algorithm: str, dtype: np.dtype, checked32: bool = False,
                     potentials: np.ndarray | None = None,
-                    on_rows: Callable[[int], None] | None = None) -> dict:
+                    on_rows: Callable[[int], None] | None = None,
+                    histogram: bool = False) -> dict:
         """:func:`row_reductions` of the distance rows from ``sources``, a batch at a
         time: no row is kept.  ``checked32`` (a float32 plan's): a batch whose largest
         distance reaches 2**24 is computed again in float64 (its sums are float64
-        either way).  ``on_rows(k)``: the first ``k`` rows are done."""
+        either way).  ``on_rows(k)``: the first ``k`` rows are done.  ``histogram``:
+        also ``"histogram"``, the rows' :func:`~mgapsp.reductions.histogram_counts`
+        (every vertex a target)."""
         out = {name: np.empty(len(sources), dtype=np.int64 if name == "reachable"
                               else np.float64) for name in REDUCTIONS}
+        if histogram:
+            out["histogram"] = np.zeros(HISTOGRAM_BINS, dtype=np.uint64)
         for lo in range(0, len(sources), batch_size):
             hi = min(lo + batch_size, len(sources))
             red = self._batch_reductions(graph, sources[lo:hi], algorithm, dtype,
-                                         checked32, potentials)
+                                         checked32, potentials, histogram)
             for name in REDUCTIONS:
                 out[name][lo:hi] = red[name]
+            if histogram:
+                out["histogram"] += red["histogram"]
             if on_rows:
                 on_rows(hi)
         return out
 
     def _batch_reductions(self, graph, sources, algorithm, dtype, checked32,
-                          potentials) -> dict:
+                          potentials, histogram=False) -> dict:
         res = self.distances(graph, sources, algorithm=algorithm, dtype=np.dtype(dtype),
                              potentials=potentials, device=True)
         red = self.row_reductions(res.distances)
         if checked32 and float(red["eccentricity"].max(initial=0)) >= FLOAT32_EXACT:
             return self._batch_reductions(graph, sources, algorithm, np.float64, False,
-                                          potentials)
+                                          potentials, histogram)
+        if histogram:
+            red["histogram"] = self.histogram_counts(res.distances, len(sources))
         return red
 
     def fill_rows_exact(self, graph: Graph, sources: np.ndarray, dist: np.ndarray,

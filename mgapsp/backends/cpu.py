@@ -23,7 +23,7 @@ from . import cpu_sweep
 from ..errors import InsufficientMemoryError, NegativeCycleError, UnsupportedError
 from ..graph import Graph
 from .. import algorithms as registry
-from ..reductions import row_reductions
+from ..reductions import histogram_counts, row_reductions
 from .base import (FLOAT32_EXACT, SLAB_ALIGN, Backend, BatchResult, check_exact32,
                    largest_finite)
 
@@ -146,7 +146,7 @@ class CPUBackend(Backend):
                 on_rows(hi)
 
     def _batch_reductions(self, graph, sources, algorithm, dtype, checked32,
-                          potentials) -> dict:
+                          potentials, histogram=False) -> dict:
         # through fill_rows, whose kernels run a batch on every core
         block = np.empty((len(sources), graph.n), dtype=dtype)
         self.fill_rows(graph, sources, block, batch_size=len(sources), algorithm=algorithm,
@@ -154,7 +154,9 @@ class CPUBackend(Backend):
         red = row_reductions(block)
         if checked32 and red["eccentricity"].max(initial=0) >= FLOAT32_EXACT:
             return self._batch_reductions(graph, sources, algorithm, np.float64, False,
-                                          potentials)
+                                          potentials, histogram)
+        if histogram:
+            red["histogram"] = histogram_counts(block, self_pairs=len(sources))
         return red
 
     def _kernel_rows(self, graph, sources, dist, pred, *, algorithm, potentials, columns,

@@ -25,7 +25,7 @@ from ..cuda.staging import FRAME_GROUP_BYTES
 from ..errors import InsufficientMemoryError, UnsupportedError
 from ..graph import Graph
 from .. import algorithms as registry
-from ..reductions import row_reductions
+from ..reductions import histogram_counts, row_reductions
 from .base import Backend, BatchResult, check_exact32, largest_finite
 
 __all__ = ["GPUBackend", "clear_device_cache"]
@@ -379,6 +379,12 @@ class GPUBackend(Backend):
         if staging.is_device_array(block):
             return {k: gpu.to_host(v) for k, v in reduce.row_reductions(block).items()}
         return row_reductions(block)
+
+    def histogram_counts(self, block, self_pairs: int = 0):
+        """As :meth:`Backend.histogram_counts`, on a device block's device."""
+        if staging.is_device_array(block):
+            return gpu.to_host(reduce.histogram_counts(block, self_pairs=self_pairs))
+        return histogram_counts(block, self_pairs=self_pairs)
 
     def largest_finite(self, block):
         """As :func:`~mgapsp.backends.base.largest_finite`, for a device block too (a

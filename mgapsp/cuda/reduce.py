@@ -7,9 +7,10 @@ the block's size); sums accumulate in float64 whatever the block's dtype.
 
 from __future__ import annotations
 
+from ..reductions import HISTOGRAM_BINS
 from .loader import cupy_module
 
-__all__ = ["row_reductions"]
+__all__ = ["row_reductions", "histogram_counts"]
 
 _KERNELS: dict = {}
 
@@ -40,3 +41,61 @@ def row_reductions(block) -> dict:
     ``block`` (``inf`` unreachable): finite entries, their sum, the sum of the
     reciprocals of the positive ones, the largest; device arrays."""
     return {name: k(block, axis=1) for name, k in _kernels().items()}
+
+
+# Each block counts into shared memory, then adds its non-zero bins to the device's
+# counts: the distances of a batch crowd into a few dozen bins, which one set of
+# global atomics per element would serialize.  The bin is the float32 value rounded
+# toward zero (__double2float_rz for float64 rows), as mgapsp.reductions defines it.
+_HISTOGRAM = r"""
+extern "C" __global__ void mgapsp_histogram_{T}(const {T}* x, long long size,
+                                               unsigned long long* counts) {{
+    __shared__ unsigned int local[{BINS}];
+    for (int i = threadIdx.x; i < {BINS}; i += blockDim.x) local[i] = 0;
+    __syncthreads();
+    long long stride = (long long)gridDim.x * blockDim.x;
+    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < size;
+         i += stride) {{
+        {T} v = x[i] + ({T})0;     // -0.0 (a distance to itself, Johnson's) is 0
+        if (isfinite(v)) {{
+            atomicAdd(&local[__float_as_uint({ROUND}) >> {SHIFT}], 1u);
+        }}
+    }}
+    __syncthreads();
+    for (int i = threadIdx.x; i < {BINS}; i += blockDim.x) {{
+        if (local[i]) atomicAdd(&counts[i], (unsigned long long)local[i]);
+    }}
+}}
+"""
+
+
+def _histogram_kernel(dtype):
+    name = f"histogram_{dtype}"
+    if name not in _KERNELS:
+        cupy = cupy_module()
+        t = "float" if dtype == "float32" else "double"
+        src = _HISTOGRAM.format(T=t, BINS=HISTOGRAM_BINS, SHIFT=32 - 13,
+                                ROUND="v" if t == "float" else "__double2float_rz(v)")
+        _KERNELS[name] = cupy.RawKernel(src, f"mgapsp_histogram_{t}")
+    return _KERNELS[name]
+
+
+def histogram_counts(block, *, self_pairs: int = 0):
+    """:func:`mgapsp.reductions.histogram_counts` of the device ``block``: the
+    counts, a device array of :data:`~mgapsp.reductions.HISTOGRAM_BINS` uint64."""
+    cupy = cupy_module()
+    x = cupy.ascontiguousarray(block)
+    if x.dtype not in (cupy.float32, cupy.float64):
+        x = x.astype(cupy.float64)
+    counts = cupy.zeros(HISTOGRAM_BINS, dtype=cupy.uint64)
+    size = x.size
+    if size:
+        threads = 512
+        sms = cupy.cuda.Device().attributes["MultiProcessorCount"]
+        # a block's counts are 32-bit: at most 2**31 elements a block
+        blocks = int(max(min(4 * sms, -(-size // threads)), -(-size // (1 << 31))))
+        _histogram_kernel(str(x.dtype))((blocks,), (threads,),
+                                        (x, cupy.int64(size), counts))
+    if self_pairs:
+        counts[0] -= self_pairs
+    return counts

@@ -185,6 +185,10 @@ def run_batch(store_path: str, fingerprint: str, run: str, batch: int, start: in
     if metrics:         # reduced on the block's device, before the writer frees it
         values = metric_values(impl.row_reductions(result.distances),
                                result.distances.shape[1])
+        if "histogram" in metrics:
+            own = (len(sources) if job.targets is None
+                   else int(np.isin(sources, job.targets).sum()))
+            values["histogram"] = impl.histogram_counts(result.distances, own)
     if job.store.job.get("distances", True):
         written = job.store.write_block(start, result.distances, result.predecessors,
                                         staging=impl.staging, guard=job.guard,

@@ -1,5 +1,6 @@
 """NetworkX's eccentricity, diameter and radius on mgapsp distances, computed in
-batches of sources."""
+batches of sources and reduced where they are computed (on the GPU, its device): a
+largest distance is the same in any order, so no row comes to the host."""
 
 from __future__ import annotations
 
@@ -8,7 +9,8 @@ import numpy as np
 
 from .convert import FallBack, backend_graph, for_hops, for_weight
 from .registry import dispatches
-from .rows import distance_rows
+from ..api import resolve_backend
+from ..metrics import row_metrics
 
 __all__ = ["eccentricity", "diameter", "radius"]
 
@@ -32,17 +34,16 @@ def _eccentricities(G, nodes, weight, message: str | None = None):
         message = ("Found infinite path length because the digraph is not strongly "
                    "connected" if nxg.is_directed() else
                    "Found infinite path length because the graph is not connected")
-    e = {}
-    for chunk, block in distance_rows(conv, [conv.index[v] for v in nodes]):
-        for s, row in zip(chunk.tolist(), block):
-            top = row.max()
-            if top == np.inf:
-                raise nx.NetworkXError(message)
-            # max() of NetworkX's dict keeps the first largest: the source's int 0
-            # when every distance is 0, else the largest (an int for int weights)
-            e[conv.nodes[s]] = (0 if top == 0 else int(top) if conv.integral
-                                else float(top))
-    return e
+    if not nodes:
+        return {}
+    red = row_metrics(conv.graph, np.array([conv.index[v] for v in nodes], dtype=np.int64),
+                      backend=resolve_backend("auto"))
+    if (red["reachable"] < conv.graph.n).any():
+        raise nx.NetworkXError(message)
+    # max() of NetworkX's dict keeps the first largest: the source's int 0 when every
+    # distance is 0, else the largest (an int for int weights)
+    return {v: (0 if top == 0 else int(top) if conv.integral else float(top))
+            for v, top in zip(nodes, red["eccentricity"].tolist())}
 
 
 def _no_sp(args):

@@ -39,6 +39,7 @@ from zarr.codecs import BloscCodec, Crc32cCodec
 from ..errors import ResumeMismatchError, StoreError
 from ..graph import Graph
 from ..plan import METRICS, JobPlan
+from ..reductions import HISTOGRAM_BINS, DistanceHistogram, distance_histogram
 
 __all__ = ["Store", "FORMAT_VERSION", "package_versions", "store_state", "check_target",
            "prepare_path", "foreign_entries"]
@@ -344,6 +345,13 @@ class Store:
         # a value per source and metric, a chunk per batch: each batch's worker writes
         # its own, before its flag
         for name in plan.metrics:
+            if name == "histogram":     # a batch's counts: summed when read
+                group.create_array(name, shape=(plan.n_batches, HISTOGRAM_BINS),
+                                   chunks=(1, HISTOGRAM_BINS), dtype="uint64",
+                                   fill_value=0,
+                                   compressors=[zarr.codecs.ZstdCodec(), Crc32cCodec()],
+                                   dimension_names=("batch", "distance_bin"))
+                continue
             integer = name == "reachable"
             group.create_array(name, shape=(s,), chunks=(plan.batch_size,),
                                dtype="int64" if integer else "float64",
@@ -544,6 +552,10 @@ class Store:
 
         for name in self.job.get("metrics", ()):
             arr = self.array(name)
+            if name == "histogram":
+                write_chunk(arr, (batch, 0),
+                            np.asarray(values[name], dtype=arr.dtype)[None], guard)
+                continue
             chunk = np.full(arr.chunks, arr.fill_value, dtype=arr.dtype)
             v = np.asarray(values[name])
             chunk[:len(v)] = v
@@ -556,6 +568,19 @@ class Store:
                              f"{', '.join(self.job.get('metrics', ())) or 'none'}); run "
                              "the job with --metrics")
         return self.array(name)[:]
+
+    def distance_histogram(self) -> DistanceHistogram:
+        """The distribution of the distances of the batches done (``--metrics
+        histogram``), and how many of their pairs are unreachable."""
+        done = self.done_mask()
+        counts = self.metric("histogram")[done].sum(axis=0, dtype=np.uint64)
+        rows = done.repeat(self.job["batch_size"])[:self.job["n_sources"]]
+        reach = self.metric("reachable")[rows]
+        # a row's reachable counts its own source where it is a target: not a pair
+        unreachable = int(len(reach) * self.job["n_targets"] - reach.sum())
+        weights = self.group["graph/weights"][:]
+        return distance_histogram(counts, unreachable,
+                                  integral=bool(np.all(weights == np.round(weights))))
 
     def mark_batch(self, batch: int, guard=None) -> None:
         """Flag ``batch`` as written (a worker, after its rows; a chunk of its own)."""

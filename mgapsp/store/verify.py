@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy.sparse import csgraph
 
-from ..reductions import metric_values, row_reductions
+from ..reductions import histogram_bin_of, histogram_counts, metric_values, row_reductions
 from .integrity import damaged_batches
 from .layout import Store
 
@@ -30,11 +30,14 @@ class VerifyReport:
     damaged: dict = field(default_factory=dict)
     #: batches not computed yet (no flag)
     missing_batches: list = field(default_factory=list)
+    #: batches whose stored distance histogram is not that of SciPy's rows
+    histogram_batches: list = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
         return (self.rows_checked > 0 and not self.mismatched_rows and not self.damaged
-                and self.rows_missing == 0 and self.bad_predecessors == 0)
+                and self.rows_missing == 0 and self.bad_predecessors == 0
+                and not self.histogram_batches)
 
 
 def verify_store(path, *, samples: int | None = 64, all_rows: bool = False,
@@ -99,6 +102,12 @@ def verify_store(path, *, samples: int | None = 64, all_rows: bool = False,
             pred = pred_arr.get_orthogonal_selection((sel, slice(None)))
             report.bad_predecessors += _check_predecessors(graph, src, ref, pred, rtol, atol)
         report.rows_checked += len(sel)
+    if "histogram" in plan.metrics:
+        batches = [int(b) for b in np.flatnonzero(done) if int(b) not in report.damaged]
+        if not all_rows and batches:    # one whole batch, drawn as the rows are
+            batches = [int(np.random.default_rng(seed).choice(batches))]
+        report.histogram_batches = [b for b in batches if _histogram_differs(
+            store, plan, b, csr, method, rtol, atol)]
     return report
 
 
@@ -107,6 +116,8 @@ def _metrics_differ(store, names, sel, ref, rtol, atol) -> np.ndarray:
     want = metric_values(row_reductions(ref), ref.shape[1])
     bad = np.zeros(len(sel), dtype=bool)
     for name in names:
+        if name == "histogram":     # a batch's, not a row's
+            continue
         got = store.array(name).get_orthogonal_selection((sel,)).astype(np.float64)
         w = np.asarray(want[name], dtype=np.float64)
         if name == "reachable":
@@ -116,6 +127,26 @@ def _metrics_differ(store, names, sel, ref, rtol, atol) -> np.ndarray:
         slack = {"distance_sum": atol * ref.shape[1], "eccentricity": atol}.get(name, 1e-12)
         bad |= np.isnan(got) | (np.abs(got - w) > rtol * np.abs(w) + slack)
     return bad
+
+
+def _histogram_differs(store, plan, batch, csr, method, rtol, atol) -> bool:
+    """Whether batch ``batch``'s stored histogram is not that of SciPy's rows: equal
+    counts, but for distances within the tolerance of a bin's edge (computed in
+    another order, they may fall on its other side)."""
+    start, stop = plan.rows(batch)
+    src = plan.sources[start:stop]
+    ref = csgraph.shortest_path(csr, method=method, directed=True, indices=src)
+    own = len(src)
+    if plan.targets is not None:
+        ref = ref[:, plan.targets]
+        own = int(np.isin(src, plan.targets).sum())
+    want = histogram_counts(ref, self_pairs=own).astype(np.int64)
+    got = store.array("histogram")[batch].astype(np.int64)
+    values = ref[np.isfinite(ref)]
+    slack = rtol * np.abs(values) + atol
+    edge = np.count_nonzero((histogram_bin_of(values - slack) != histogram_bin_of(values))
+                            | (histogram_bin_of(values + slack) != histogram_bin_of(values)))
+    return got.sum() != want.sum() or int(np.abs(got - want).sum()) > 2 * edge
 
 
 def _check_predecessors(graph, sources, dist, pred, rtol, atol) -> int:
