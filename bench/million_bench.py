@@ -109,6 +109,13 @@ _BUSY = re.compile(r"(\S+): (\d+) batches, writing ([\d.]+) s \(staging ([\d.]+)
                    r"files ([\d.]+) s\), computing ([\d.]+) s.*?, GPU busy (\d+)%")
 
 
+def workers(summary: str) -> list[dict]:
+    """Each worker's line of a job's summary."""
+    return [dict(worker=w, batches=int(b), write_s=float(ws), stage_s=float(st),
+                 files_s=float(fs), compute_s=float(cs), busy=int(bz))
+            for w, b, ws, st, fs, cs, bz in _BUSY.findall(summary)]
+
+
 def job_part(n_sources: int, workdir: Path, variants: list[str]) -> list[dict]:
     gen = generators.rmat(20, 8, seed=1)
     graph_file = generators.write_dimacs(gen, workdir / "rmat20.gr")
@@ -118,7 +125,54 @@ def job_part(n_sources: int, workdir: Path, variants: list[str]) -> list[dict]:
     # cache on disk serves later processes): those first jobs are not timed
     for variant in dict.fromkeys(v.split("@")[0].partition(":")[0] for v in variants):
         one_job(gen, graph_file, workdir, n_sources, variant, warm_up=True)
-    return [one_job(gen, graph_file, workdir, n_sources, v) for v in variants]
+    jobs = [one_job(gen, graph_file, workdir, n_sources, v) for v in variants]
+    rate = disk_write_rate(workdir, max(j["store_gib"] for j in jobs) * 2**30)
+    for j in jobs:
+        j["disk_gb_per_s"] = rate / 1e9
+        j["disk_s"] = j["store_gib"] * 2**30 / rate
+    return jobs
+
+
+def disk_write_rate(workdir: Path, nbytes: float) -> float:
+    """Bytes/s this machine's disk takes ``nbytes`` at (under ``workdir``), written in
+    64 MiB blocks and synced: what writing a store's bytes costs at the least."""
+    block = np.random.default_rng(0).integers(0, 256, 64 << 20, dtype=np.uint8).tobytes()
+    path = workdir / "disk-rate.bin"
+    t = time.perf_counter()
+    with open(path, "wb") as fh:
+        for _ in range(max(1, int(nbytes // len(block)))):
+            fh.write(block)
+        fh.flush()
+        os.fsync(fh.fileno())
+    rate = path.stat().st_size / (time.perf_counter() - t)
+    path.unlink()
+    print(f"disk: {rate / 1e9:.2f} GB/s written and synced", flush=True)
+    return rate
+
+
+def ny_part(workdir: Path, n_sources: int = 32768) -> dict:
+    """NY with ``n_sources`` sources by phast on one GPU: rows/s and GPU busy."""
+    graph_file = ROOT / "tests" / "data" / "NY.pace.gr.gz"
+    n = mgapsp.read_graph(graph_file).n
+    env = dict(os.environ, CUDA_VISIBLE_DEVICES="0")
+    runs = {}
+    for name, k in (("warm-up", 1024), ("timed", n_sources)):
+        src = workdir / f"ny-{k}.txt"
+        src.write_text("\n".join(str(s + 1) for s in _sources(n, k)))
+        cmd = [sys.executable, "-m", "mgapsp", "run", str(graph_file), "-o",
+               str(workdir / "ny.zarr"), "--sources", str(src), "--algorithm", "phast",
+               "--overwrite", "--no-dashboard"]
+        p = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, env=env)
+        runs[name] = p
+    p = runs["timed"]
+    print("\n".join(line for line in p.stdout.splitlines() if " rows (" not in line),
+          p.stderr[-1000:], flush=True)
+    done = re.search(r"done: ([\d,]+) rows in ([\d.]+) s \(([\d,]+) rows/s\)", p.stdout)
+    return {"graph": "NY", "sources": n_sources, "rc": p.returncode,
+            "job_s": float(done.group(2)) if done else None,
+            "rows_per_s": float(done.group(3).replace(",", "")) if done else None,
+            "workers": workers(p.stdout),
+            "summary": p.stdout.splitlines()[-12:]}
 
 
 def one_job(gen, graph_file: Path, workdir: Path, n_sources: int, variant: str,
@@ -155,9 +209,7 @@ def one_job(gen, graph_file: Path, workdir: Path, n_sources: int, variant: str,
             "rc": p.returncode,
             "wall_s": wall, "job_s": float(done.group(2)) if done else None,
             "rows_per_s": float(done.group(3).replace(",", "")) if done else None,
-            "workers": [dict(worker=w, batches=int(b), write_s=float(ws), stage_s=float(st),
-                             files_s=float(fs), compute_s=float(cs), busy=int(bz))
-                        for w, b, ws, st, fs, cs, bz in _BUSY.findall(p.stdout)],
+            "workers": workers(p.stdout),
             "dtype": res.store.job["dtype"], "dtype_reason": res.store.job["dtype_reason"],
             "store_gib": size / 2**30, "graph500_check": problems or "ok",
             "summary": p.stdout.splitlines()[-12:]}
@@ -186,10 +238,20 @@ def main() -> None:
     if "job" in parts:
         work = Path(args.workdir or tempfile.mkdtemp(prefix="mgapsp-million-"))
         result["job"] = job_part(args.job_sources, work, args.job_variants.split(","))
-    stem = f"million-{dt.date.today().isoformat()}-{gpu.replace(' ', '-')}"
+    if "ny" in parts:
+        work = Path(args.workdir or tempfile.mkdtemp(prefix="mgapsp-ny-"))
+        result["ny"] = ny_part(work)
+    stem = (f"million-{dt.date.today().isoformat()}-{gpu.replace(' ', '-')}-"
+            f"{n_gpus}x-{'-'.join(parts)}")
     Path(args.out, stem + ".json").write_text(json.dumps(result, indent=1, default=str))
     Path(args.out, stem + ".md").write_text(_markdown(result))
     print(_markdown(result))
+
+
+def _worker_lines(j: dict) -> list[str]:
+    return [f"- {w['worker']}: {w['batches']} batches, writing {w['write_s']} s (staging "
+            f"{w['stage_s']} s, files {w['files_s']} s), computing {w['compute_s']} s, "
+            f"GPU busy {w['busy']}%" for w in j["workers"]]
 
 
 def _markdown(r: dict) -> str:
@@ -211,13 +273,15 @@ def _markdown(r: dict) -> str:
                   f"{j['dtype_asked']}", "",
                   f"exit {j['rc']}; {j['job_s']} s, {j['rows_per_s']} rows/s; store "
                   f"{j['store_gib']:.2f} GiB, {j['dtype']} ({j['dtype_reason']}); "
-                  f"Graph500 check of 4 rows: {j['graph500_check']}", ""]
-        for w in j["workers"]:
-            lines.append(f"- {w['worker']}: {w['batches']} batches, writing "
-                         f"{w['write_s']} s (staging {w['stage_s']} s, files "
-                         f"{w['files_s']} s), computing {w['compute_s']} s, GPU busy "
-                         f"{w['busy']}%")
-        lines.append("")
+                  f"Graph500 check of 4 rows: {j['graph500_check']}; the disk writes "
+                  f"the store's bytes in {j['disk_s']:.1f} s ({j['disk_gb_per_s']:.2f} "
+                  f"GB/s, synced): the job takes {j['job_s'] / j['disk_s']:.2f}x that", ""]
+        lines += _worker_lines(j) + [""]
+    if "ny" in r:
+        j = r["ny"]
+        lines += [f"## mgapsp run, NY, {j['sources']:,} sources, phast, one GPU", "",
+                  f"exit {j['rc']}; {j['job_s']} s, {j['rows_per_s']} rows/s", ""]
+        lines += _worker_lines(j) + [""]
     return "\n".join(lines)
 
 
