@@ -69,15 +69,18 @@ extern "C" __global__ void mgapsp_histogram_{T}(const {T}* x, long long size,
 """
 
 
+_HISTOGRAM_KERNELS: dict = {}
+
+
 def _histogram_kernel(dtype):
     name = f"histogram_{dtype}"
-    if name not in _KERNELS:
+    if name not in _HISTOGRAM_KERNELS:
         cupy = cupy_module()
         t = "float" if dtype == "float32" else "double"
         src = _HISTOGRAM.format(T=t, BINS=HISTOGRAM_BINS, SHIFT=32 - 13,
                                 ROUND="v" if t == "float" else "__double2float_rz(v)")
-        _KERNELS[name] = cupy.RawKernel(src, f"mgapsp_histogram_{t}")
-    return _KERNELS[name]
+        _HISTOGRAM_KERNELS[name] = cupy.RawKernel(src, f"mgapsp_histogram_{t}")
+    return _HISTOGRAM_KERNELS[name]
 
 
 def histogram_counts(block, *, self_pairs: int = 0):
