@@ -327,7 +327,12 @@ def store_deleted_mid_job(workdir: Path) -> dict:
     t0 = time.monotonic()
     proc = start_mgapsp("run", *job, "-o", out, "--workers", 2)
     wait_for_flags(out, 4, proc)
-    shutil.rmtree(out)
+    for _ in range(50):     # a file written meanwhile into a folder not yet removed
+        try:
+            shutil.rmtree(out)
+            break
+        except OSError:
+            time.sleep(0.05)
     result = finish(proc, t0)
     left = sorted(str(p.relative_to(workdir)) for p in workdir.rglob("*")
                   if p.name != "sources.txt")
