@@ -115,9 +115,10 @@ def _histogram(graph, distance, backend, algorithm):
     return mgapsp.distance_histogram(graph, backend=backend, algorithm=algorithm)
 
 
-def rmat20_job(workdir: Path, samples: int) -> dict:
+def rmat20_job(workdir: Path, samples: int, limit: float) -> dict:
     """Every vertex's closeness and harmonic centrality of R-MAT 2^20 by ``mgapsp run``
-    on every GPU, the metrics alone; NetworKit's time from sampled searches."""
+    on every GPU, the metrics alone; NetworKit's time from sampled searches.  A job
+    not done in ``limit`` seconds is stopped, and its rows done so far counted."""
     from scipy.sparse import csgraph
 
     gen = generators.rmat(20, 8, seed=1)
@@ -127,11 +128,16 @@ def rmat20_job(workdir: Path, samples: int) -> dict:
            "--metrics", "closeness,harmonic", "--no-distances", "--reverse",
            "--overwrite", "--no-dashboard"]
     t = time.perf_counter()
-    p = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT)
+    try:
+        p = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, timeout=limit)
+    except subprocess.TimeoutExpired as e:
+        p = subprocess.CompletedProcess(cmd, -9, (e.stdout or b"").decode(),
+                                        (e.stderr or b"").decode())
     wall = time.perf_counter() - t
     print(p.stdout[-3000:], p.stderr[-2000:], flush=True)
     size = sum(f.stat().st_size for f in out.rglob("*") if f.is_file())
     res = mgapsp.open(out)
+    rows_done = int(res.store.done_mask().sum()) * res.store.job["batch_size"]
     # closeness counts the distances into a vertex: SciPy's rows of the reversed graph
     rev = gen.csr().T.tocsr()
     rng = np.random.default_rng(5)
@@ -141,11 +147,20 @@ def rmat20_job(workdir: Path, samples: int) -> dict:
     r = np.isfinite(d).sum(axis=1)
     total = np.where(np.isfinite(d), d, 0).sum(axis=1)
     want = np.where(total > 0, (r - 1) / total, 0.0) * (r - 1) / (gen.n - 1)
+    if rows_done < gen.n:       # stopped: the vertices whose rows are in
+        done_rows = np.flatnonzero(res.store.done_mask().repeat(
+            res.store.job["batch_size"])[:gen.n])
+        check = np.sort(rng.choice(done_rows[np.isin(done_rows, has_arcs)], 4,
+                                   replace=False))
+        d = csgraph.dijkstra(rev, indices=check)
+        r = np.isfinite(d).sum(axis=1)
+        total = np.where(np.isfinite(d), d, 0).sum(axis=1)
+        want = np.where(total > 0, (r - 1) / total, 0.0) * (r - 1) / (gen.n - 1)
     got = res.metric("closeness", check + 1)
     rel = float(np.max(np.abs(got - want) / np.maximum(want, 1e-300)))
     peer_s, peer_sources = _networkit_searches(gen, rev, samples, rng)
     return {"graph": "rmat20", "n": gen.n, "m": gen.m, "rc": p.returncode,
-            "wall_s": wall, "store_mib": size / 2**20, "checked": check.tolist(),
+            "wall_s": wall, "rows_done": min(rows_done, gen.n), "store_mib": size / 2**20, "checked": check.tolist(),
             "max_rel_diff": rel, "networkit_search_s": peer_s,
             "networkit_sources": peer_sources,
             "networkit_estimate_s": peer_s * gen.n / os.cpu_count(),
@@ -215,6 +230,7 @@ def main() -> None:
     ap.add_argument("--peer-metrics", default="closeness,harmonic")
     ap.add_argument("--peer-samples", type=int, default=16)
     ap.add_argument("--build-limit", type=float, default=120.0)
+    ap.add_argument("--job-limit", type=float, default=540.0)
     args = ap.parse_args()
     global PEER_METRICS
     PEER_METRICS = tuple(args.peer_metrics.split(","))
@@ -230,7 +246,7 @@ def main() -> None:
         r["grid1000"] = grid1000_phast(args.build_limit)
     if "rmat20" in parts:
         with tempfile.TemporaryDirectory(dir=os.environ.get("TMPDIR")) as d:
-            r["rmat20"] = rmat20_job(Path(d), args.peer_samples)
+            r["rmat20"] = rmat20_job(Path(d), args.peer_samples, args.job_limit)
     stem = f"metrics-{dt.date.today().isoformat()}-{gpu.replace(' ', '-')}-{'-'.join(parts)}"
     Path(args.out, stem + ".json").write_text(json.dumps(r, indent=1, default=str))
     lines = [f"# Network metrics of every vertex ({r['date']}, {r['gpus']} x {gpu}, "
@@ -263,7 +279,7 @@ def main() -> None:
         lines.append(
             f"rmat20 ({j['n']:,} vertices, {j['m']:,} arcs), closeness and harmonic "
             f"centrality of every vertex by `mgapsp run --no-distances` on {r['gpus']} "
-            f"GPU(s): exit {j['rc']}, {j['wall_s']:.1f} s wall, store "
+            f"GPU(s): exit {j['rc']}, {j['rows_done']:,} rows in {j['wall_s']:.1f} s wall, store "
             f"{j['store_mib']:.1f} MiB, max rel. diff against SciPy on 4 vertices "
             f"{j['max_rel_diff']:.1e}; NetworKit estimated {j['networkit_estimate_s']:.0f} s "
             f"on {r['cores']} cores ({j['networkit_search_s'] * 1e3:.1f} ms a search, "

@@ -5,8 +5,8 @@ centrality ranking, the eccentricities and the distribution of distances.
     python workflows/network_metrics.py tests/data/rome99.gr metrics.png
 
 No n x n matrix is made: each vertex's row of distances is reduced where it is
-computed.  The distribution of distances is drawn from the rows of ``--sample``
-random sources (every source where the graph has fewer), and says so.
+computed, the distribution of distances counted there too, over every pair
+(:func:`mgapsp.distance_histogram`'s fixed bins).
 """
 
 from __future__ import annotations
@@ -17,7 +17,8 @@ import sys
 import numpy as np
 
 import mgapsp
-from mgapsp.metrics import reversed_graph, row_metrics
+from mgapsp.metrics import row_metrics
+from mgapsp.reductions import distance_histogram
 
 
 def main(argv=None) -> int:
@@ -25,19 +26,15 @@ def main(argv=None) -> int:
     parser.add_argument("graph")
     parser.add_argument("png")
     parser.add_argument("--backend", default="auto", choices=["auto", "gpu", "cpu"])
-    parser.add_argument("--sample", type=int, default=256,
-                        help="sources whose rows draw the distribution of distances")
     parser.add_argument("--top", type=int, default=10)
     args = parser.parse_args(argv)
     try:
         g = mgapsp.read_graph(args.graph)
         closeness = mgapsp.closeness_centrality(g, backend=args.backend)
         harmonic = mgapsp.harmonic_centrality(g, backend=args.backend)
-        # eccentricity among the vertices each one reaches (NetworkX's needs them all)
-        out = row_metrics(g, backend=args.backend)
-        rng = np.random.default_rng(0)
-        pick = g.labels[np.sort(rng.choice(g.n, min(args.sample, g.n), replace=False))]
-        rows = np.asarray(mgapsp.apsp(g, sources=pick, backend=args.backend), dtype=float)
+        # eccentricity among the vertices each one reaches (NetworkX's needs them all),
+        # and the distances' histogram, from the same rows
+        out = row_metrics(g, backend=args.backend, histogram=True)
     except mgapsp.MgapspError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
@@ -52,13 +49,15 @@ def main(argv=None) -> int:
     reached = out["reachable"]
     print(f"every vertex reaches {reached.min():,} to {reached.max():,} vertices; "
           f"largest eccentricity {out['eccentricity'].max():g}")
-    finite = rows[np.isfinite(rows) & (rows > 0)]
-    _plot(args.png, g, c[order], out["eccentricity"], finite, len(pick))
+    hist = distance_histogram(out["histogram"], int(g.n * g.n - reached.sum()),
+                              integral=g.integral_weights)
+    print(f"{hist.pairs - hist.unreachable:,} of {hist.pairs:,} ordered pairs connected")
+    _plot(args.png, g, c[order], out["eccentricity"], hist)
     print(f"wrote {args.png}")
     return 0
 
 
-def _plot(path, g, ranked, ecc, distances, n_rows) -> None:
+def _plot(path, g, ranked, ecc, hist) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -71,9 +70,11 @@ def _plot(path, g, ranked, ecc, distances, n_rows) -> None:
     ax[1].hist(ecc, bins=50)
     ax[1].set(xlabel="eccentricity (among reached vertices)", ylabel="vertices",
               title="eccentricity")
-    ax[2].hist(distances, bins=60)
-    ax[2].set(xlabel="distance", ylabel="pairs",
-              title=f"distances from {n_rows:,} sampled sources")
+    # bins widen with the distance (16 to an octave): pairs per unit of distance
+    counts, edges = hist
+    ax[2].stairs(counts / np.diff(edges), edges, fill=True)
+    ax[2].set(xlabel="distance", ylabel="pairs per unit of distance",
+              title=f"distances of all {hist.pairs - hist.unreachable:,} connected pairs")
     fig.suptitle(f"{g.name}: {g.n:,} vertices, {g.m:,} arcs")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
