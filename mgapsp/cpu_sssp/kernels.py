@@ -3,28 +3,12 @@ and compiles them, or loads them from Numba's on-disk cache)."""
 
 from __future__ import annotations
 
-import logging
-
 import numba
 import numpy as np
 
-log = logging.getLogger(__name__)
+from ..jit import jit as _jit
 
 inf = np.inf
-
-
-def _jit(**options):
-    """``numba.njit`` with its on-disk cache where one is writable: Numba refuses
-    ``cache=True`` (RuntimeError) where neither the package's ``__pycache__`` nor its
-    user cache folder can be written, and then the kernels compile in every process."""
-    def wrap(fn):
-        try:
-            return numba.njit(cache=True, **options)(fn)
-        except RuntimeError as exc:
-            log.info("Numba cannot cache %s (%s); it compiles in each process",
-                     fn.__name__, exc)
-            return numba.njit(**options)(fn)
-    return wrap
 
 
 @_jit(nogil=True)

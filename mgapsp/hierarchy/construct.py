@@ -128,44 +128,11 @@ def _customize(graph: Graph, rank, up_ptr, up_head, height, n):
     at = _arc_index(keys, dst[~upward], src[~upward], n)
     np.minimum.at(w_down, at, w[~upward])
     last_down[at] = src[~upward]
-    # triangles (x, u, v) with x lowest: W[u->v] <= W[u->x] + W[x->v].  An arc's
-    # lower triangles have their x below it in the elimination tree, so taking the
-    # x by height (leaves first) finishes every arc before it is used.
-    counts = np.diff(up_ptr)
-    by_height = np.argsort(height, kind="stable")
-    bounds = np.searchsorted(height[by_height], np.arange(int(height.max(initial=0)) + 2))
-    for h in range(len(bounds) - 1):
-        xs = by_height[bounds[h]:bounds[h + 1]]
-        k = counts[xs]
-        xs, k = xs[k > 1], k[k > 1]
-        if len(xs) == 0:
-            continue
-        # every ordered pair (i, j) of arcs of the same x
-        starts = up_ptr[xs]
-        arc_i = np.repeat(np.repeat(starts, k) + concat_ranges(k), np.repeat(k, k))
-        first_j = np.repeat(starts, k * k)
-        arc_j = first_j + concat_ranges(np.repeat(k, k))
-        pair = arc_i != arc_j
-        arc_i, arc_j = arc_i[pair], arc_j[pair]
-        u, v = up_head[arc_i], up_head[arc_j]
-        cand = w_down[arc_i] + w_up[arc_j]   # W[u->x] + W[x->v]
-        fin = np.isfinite(cand)
-        u, v, cand, via = u[fin], v[fin], cand[fin], last_up[arc_j[fin]]
-        # the path u -> x -> v ends as x -> v does
-        up = u < v
-        _lower(w_up, last_up, _arc_index(keys, u[up], v[up], n), cand[up], via[up])
-        _lower(w_down, last_down, _arc_index(keys, v[~up], u[~up], n), cand[~up],
-               via[~up])
+    # the lower triangles, in compiled code (Numba, a dependency, imported here)
+    from .customize import customize_levels
+
+    customize_levels(up_ptr, up_head, height, w_up, w_down, last_up, last_down)
     return w_up, w_down, last_up, last_down
-
-
-def _lower(weight, last, at, cand, via) -> None:
-    """``weight[at] = min(weight[at], cand)``; where a candidate lowers it, ``last``
-    takes that candidate's ``via`` (any one of equal candidates)."""
-    before = weight[at]
-    np.minimum.at(weight, at, cand)
-    won = (cand < before) & (cand == weight[at])
-    last[at[won]] = via[won]
 
 
 def concat_ranges(k: np.ndarray) -> np.ndarray:
