@@ -100,8 +100,10 @@ def apsp(graph, *, out=None, algorithm: str = "auto", backend: str = "auto",
     metrics : sequence of str, optional
         With ``out``: also store, per source, metrics of its row (``closeness``,
         ``harmonic``, ``eccentricity``; ``reachable`` and ``distance_sum`` come with
-        any), read back with :meth:`Result.metric` or in ``to_xarray()``.  Without a
-        store, :func:`mgapsp.closeness_centrality` and its kin compute them.
+        any), read back with :meth:`Result.metric` or in ``to_xarray()``; and
+        ``histogram``, the distribution of all the distances
+        (:meth:`Result.distance_histogram`).  Without a store,
+        :func:`mgapsp.closeness_centrality` and its kin compute them.
     distances : bool
         With ``out`` and ``metrics``: ``False`` stores the metrics alone, not the rows.
 
