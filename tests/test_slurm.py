@@ -33,12 +33,13 @@ def slurm(tmp_path_factory):
         yield env
 
 
-def _recipe(env, *args, timeout=300, **popen):
+def _recipe(env, cwd, *args, timeout=300, **popen):
+    """The recipe run from ``cwd``, where sbatch leaves its jobs' output files."""
     cmd = [sys.executable, str(RECIPE), *map(str, args)]
     if popen:
-        return subprocess.Popen(cmd, env=env, cwd=REPO, stdout=subprocess.PIPE,
+        return subprocess.Popen(cmd, env=env, cwd=cwd, stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, text=True)
-    return subprocess.run(cmd, env=env, cwd=REPO, capture_output=True, text=True,
+    return subprocess.run(cmd, env=env, cwd=cwd, capture_output=True, text=True,
                           timeout=timeout)
 
 
@@ -50,13 +51,15 @@ def _masked(script: str) -> str:
 
 
 def test_a_job_on_sbatch_workers_equals_scipy_and_ran_the_printed_script(slurm, data_dir,
-                                                                         tmp_path):
-    printed = _recipe(slurm, *NODES, "--walltime", "00:10:00", "--print-job-script")
+                                                                         tmp_path,
+                                                                         monkeypatch):
+    printed = _recipe(slurm, tmp_path, *NODES, "--walltime", "00:10:00", "--print-job-script")
     assert printed.returncode == 0, printed.stderr
     # the script SLURM holds for a running worker job is the one printed
     sys.path.insert(0, str(RECIPE.parent))
     import slurm_cluster
 
+    monkeypatch.chdir(tmp_path)         # sbatch writes its output files where it runs
     cluster = slurm_cluster.make_cluster(
         gpus_per_node=0, cores_per_node=1, memory_per_node="1GB", interface="lo",
         walltime="00:10:00", dashboard_address="127.0.0.1:0")
@@ -81,7 +84,7 @@ def test_a_job_on_sbatch_workers_equals_scipy_and_ran_the_printed_script(slurm, 
     assert "mgapsp.jobs.worker" in held
     assert _masked(held).strip() == _masked(printed.stdout).strip()
     out = tmp_path / "rome.zarr"
-    ran = _recipe(slurm, *NODES, "--nodes", 2, "--walltime", "00:10:00", "run",
+    ran = _recipe(slurm, tmp_path, *NODES, "--nodes", 2, "--walltime", "00:10:00", "run",
                   data_dir / "rome99.gr", "-o", out, "--batch-size", 256)
     assert ran.returncode == 0, ran.stderr[-3000:]
     assert "3,353 rows" in ran.stdout and "on 2 CPU nodes" in ran.stdout
@@ -93,7 +96,7 @@ def test_a_worker_job_cancelled_mid_run_the_others_finish(slurm, tmp_path):
     on the other, and every row is SciPy's."""
     job = faults.slow_job(tmp_path)
     out = tmp_path / "cancelled.zarr"
-    proc = _recipe(slurm, *NODES, "--nodes", 2, "--walltime", "00:10:00", "run",
+    proc = _recipe(slurm, tmp_path, *NODES, "--nodes", 2, "--walltime", "00:10:00", "run",
                    job[0], "-o", out, "--sources", job[2], "--batch-size", 2, popen=True)
     assert faults.wait_for_flags(out, 4, proc) >= 4, proc.communicate()[1][-3000:]
     running = slurm_local.jobs(slurm)
@@ -114,15 +117,16 @@ def test_the_allocation_ends_at_its_walltime_then_resume_finishes(slurm, tmp_pat
     job = faults.slow_job(tmp_path, n_sources=3000)
     out = tmp_path / "walltime.zarr"
     env = dict(slurm, DASK_MGAPSP__CLUSTER__WORKER_WAIT="5")
-    first = _recipe(env, *NODES, "--nodes", 1, "--walltime", "00:01:00", "run", job[0],
-                    "-o", out, "--sources", job[2], "--batch-size", 10, timeout=600)
+    first = _recipe(env, tmp_path, *NODES, "--nodes", 1, "--walltime", "00:01:00", "run",
+                    job[0], "-o", out, "--sources", job[2], "--batch-size", 10,
+                    timeout=600)
     assert first.returncode == 1, first.stderr[-3000:]
     errors = [line for line in first.stderr.splitlines() if line.startswith("error: ")]
     assert len(errors) == 1 and "continue the job with --resume" in errors[0], \
         first.stderr[-3000:]
     done = faults.flags(out)
     assert 0 < done < 300
-    second = _recipe(slurm, *NODES, "--nodes", 2, "--walltime", "00:10:00", "run",
+    second = _recipe(slurm, tmp_path, *NODES, "--nodes", 2, "--walltime", "00:10:00", "run",
                      job[0], "-o", out, "--sources", job[2], "--batch-size", 10,
                      "--resume", timeout=900)
     assert second.returncode == 0, second.stderr[-3000:]
