@@ -65,9 +65,8 @@ def apsp(graph, *, out=None, algorithm: str = "auto", backend: str = "auto",
         (``sources=3``) gives one row, 1-D, as SciPy's ``indices=3``; ``[]`` gives
         shape ``(0, len(targets))``.  Integer labels may be given as text (``"7"``) or
         integral floats (``2.0``); a fractional float is an unknown label, never
-        rounded.  Where the labels are Python objects (a NetworkX graph's tuples), a
-        tuple is one label; pass several in a list.  Booleans, sets and nested
-        sequences raise :class:`MgapspError`.
+        rounded.  A tuple is one label (a NetworkX graph's); pass several in a list.
+        Booleans, sets and nested sequences raise :class:`MgapspError`.
     targets : label or 1-D sequence of labels, optional
         Columns to keep (``None``: every vertex), read as ``sources``; many-to-many
         distances.
@@ -78,34 +77,28 @@ def apsp(graph, *, out=None, algorithm: str = "auto", backend: str = "auto",
         ``-1`` where there is none.
     client : distributed.Client, optional
     resume, overwrite : bool
-        What to do with an existing store at ``out``.
+        Continue, or replace, a store at ``out``.
     weight : str or callable
-        For a NetworkX graph: the edge attribute holding the weight (1 where missing)
-        or ``weight(u, v, data)``, as in NetworkX (see :func:`mgapsp.as_graph`).  For
-        a data frame: the column of the weights (every edge weighs 1 where the frame
-        has no column ``"weight"``; a column named otherwise must exist).
+        A NetworkX graph's weight attribute (1 where missing) or ``weight(u, v,
+        data)``, as in NetworkX; a data frame's weight column (every edge weighs 1
+        where the frame has no ``"weight"``; another name must exist).
     source, target : str
         For a data frame: the columns of the edges' ends (their labels), as in
         NetworkX's ``from_pandas_edgelist`` (cuGraph's ``destination`` is ``target``).
     compression : {"lz4", "zstd", "none"}
-        Codec of a new store's distance (and predecessor) chunks: Blosc with
-        bit-shuffle and lz4 (fast) or zstd (smaller), or none.
+        A new store's chunks: Blosc, bit-shuffled, lz4 (fast) or zstd (smaller).
     shards : bool
-        A new store keeps each batch's rows in one file, a Zarr shard of the batch's
-        chunks (as cluster file systems want: few, large files); ``False`` writes a
-        file per chunk.
+        A new store keeps each batch's rows in one file (a Zarr shard: few, large
+        files, as cluster file systems want); ``False``: a file per chunk.
     progress : bool
-        Show the rows done, rows/s and time left on standard error while the rows are
-        computed (the line ``mgapsp run`` prints), in this process or on ``client``.
+        Show rows done, rows/s and time left on standard error (as ``mgapsp run``).
     metrics : sequence of str, optional
-        With ``out``: also store, per source, metrics of its row (``closeness``,
-        ``harmonic``, ``eccentricity``; ``reachable`` and ``distance_sum`` come with
-        any), read back with :meth:`Result.metric` or in ``to_xarray()``; and
-        ``histogram``, the distribution of all the distances
-        (:meth:`Result.distance_histogram`).  Without a store,
-        :func:`mgapsp.closeness_centrality` and its kin compute them.
+        With ``out``: also store per-source metrics of the rows (``closeness``,
+        ``harmonic``, ``eccentricity``; :meth:`Result.metric`) and ``histogram``
+        (:meth:`Result.distance_histogram`).  Without ``out``: see
+        :func:`mgapsp.closeness_centrality` and its kin.
     distances : bool
-        With ``out`` and ``metrics``: ``False`` stores the metrics alone, not the rows.
+        ``False`` (with ``out`` and ``metrics``): the metrics alone, not the rows.
 
     Returns
     -------
@@ -146,25 +139,31 @@ def apsp(graph, *, out=None, algorithm: str = "auto", backend: str = "auto",
     targets, _ = _checked_labels(targets, "targets", g)
     options = dict(algorithm=algorithm, dtype=dtype, sources=sources, targets=targets,
                    batch_size=batch_size, predecessors=predecessors)
-    if (metrics or not distances) and out is None:
-        raise MgapspError("metrics= are stored beside the rows: give out= (or call "
-                          "mgapsp.closeness_centrality and its kin)")
     if out is None:
-        empty = _empty_answer(g, sources, targets, dtype, predecessors)
-        if empty is not None:
-            return _rows(empty, one_row, predecessors)
-    elif g.n == 0:
+        if metrics or not distances:
+            raise MgapspError("metrics= are stored beside the rows: give out= (or call "
+                              "mgapsp.closeness_centrality and its kin)")
+        return _rows(_array(g, client, backend, progress, options), one_row, predecessors)
+    if g.n == 0:
         raise MgapspError("the graph has no vertices: there is nothing to store")
+    return _into_store(g, out, client, backend, ProgressBar(enabled=progress), options,
+                       resume=resume, overwrite=overwrite, compression=compression,
+                       shards=shards, metrics=metrics, distances=distances)
+
+
+def _array(g: Graph, client, backend: str, progress: bool, options: dict):
+    """``apsp`` without a store: in this process, or on the client's workers through
+    a temporary store."""
+    empty = _empty_answer(g, options["sources"], options["targets"], options["dtype"],
+                          options["predecessors"])
+    if empty is not None:
+        return empty
     bar = ProgressBar(enabled=progress)
-    if out is None and client is None:
+    if client is None:
         answer = _in_process(g, backend=resolve_backend(backend), bar=bar, **options)
         bar.finish()
-        return _rows(answer, one_row, predecessors)
-    if out is None:             # on the client's workers, through a temporary store
-        return _rows(_on_client(g, client, backend, bar, options), one_row, predecessors)
-    return _into_store(g, out, client, backend, bar, options, resume=resume,
-                       overwrite=overwrite, compression=compression, shards=shards,
-                       metrics=metrics, distances=distances)
+        return answer
+    return _on_client(g, client, backend, bar, options)
 
 
 def _watch(bar: ProgressBar) -> dict:
