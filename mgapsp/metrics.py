@@ -28,7 +28,7 @@ from .api import resolve_backend
 from .backends import get_backend
 from .reductions import HISTOGRAM_BINS, DistanceHistogram
 from .reductions import distance_histogram as _histogram
-from .reductions import metric_values
+from .reductions import lone_reductions, metric_values
 from .errors import MgapspError, UnsupportedError
 from .graph import Graph
 from .plan import plan_job
@@ -83,8 +83,7 @@ def row_metrics(graph: Graph, sources=None, *, backend: str = "auto",
     n_sources = graph.n if sources is None else len(sources)
     if graph.n == 0 or n_sources == 0 or graph.m == 0:   # each reaches itself only
         k = 0 if graph.n == 0 else n_sources
-        out = {"reachable": np.ones(k, dtype=np.int64), "total": np.zeros(k),
-               "harmonic": np.zeros(k), "eccentricity": np.zeros(k)}
+        out = lone_reductions(k)
         if histogram:
             out["histogram"] = np.zeros(HISTOGRAM_BINS, dtype=np.uint64)
         return out

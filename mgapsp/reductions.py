@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["REDUCTIONS", "HISTOGRAM_BINS", "row_reductions", "metric_values",
+__all__ = ["REDUCTIONS", "HISTOGRAM_BINS", "row_reductions", "lone_reductions", "metric_values",
            "histogram_counts", "histogram_bin_of", "DistanceHistogram",
            "distance_histogram"]
 
@@ -35,6 +35,13 @@ def row_reductions(block) -> dict:
             out["eccentricity"][lo:lo + step] = np.max(part, axis=1, initial=0.0,
                                                        where=finite)
     return out
+
+
+def lone_reductions(k: int) -> dict:
+    """:func:`row_reductions` of ``k`` rows whose sources reach only themselves (their
+    distance 0 to themselves among the columns)."""
+    return {"reachable": np.ones(k, dtype=np.int64), "total": np.zeros(k),
+            "harmonic": np.zeros(k), "eccentricity": np.zeros(k)}
 
 
 def metric_values(red: dict, n: int) -> dict:

@@ -314,6 +314,64 @@ def test_metrics_without_the_distances(cpu_client, data_dir, tmp_path):
         run_job(g, tmp_path / "x.zarr", cpu_client, distances=False)
 
 
+def _lonely_graph(n=700, lone=300, seed=5) -> mgapsp.Graph:
+    """A random directed graph whose first ``lone`` vertices have no arcs out."""
+    rng = np.random.default_rng(seed)
+    src = rng.integers(lone, n, 4 * n)
+    dst = rng.integers(0, n, 4 * n)
+    w = rng.integers(1, 20, 4 * n).astype(np.float64)
+    return mgapsp.Graph.from_edges(src, dst, w, n=n, directed=True)
+
+
+def test_sources_without_arcs_are_not_searched(monkeypatch):
+    """A source with no arcs out reaches itself alone: its reductions (and nothing of
+    the histogram) without a search, in batches that hold only the others; the same as
+    the reductions of every row."""
+    from mgapsp.reductions import histogram_counts
+
+    g = _lonely_graph()
+    cpu = get_backend("cpu")
+    searched = []
+    search = cpu.distances
+
+    def spy(graph, sources, **kw):
+        searched.extend(np.asarray(sources).tolist())
+        return search(graph, sources, **kw)
+
+    monkeypatch.setattr(cpu, "distances", spy)
+    order = np.random.default_rng(1).permutation(g.n)
+    red = cpu.row_metrics(g, order, batch_size=64, algorithm="dijkstra",
+                          dtype=np.dtype(np.float64), histogram=True)
+    has_arcs = np.flatnonzero(np.diff(g.indptr) > 0)
+    assert has_arcs.min() == 300 and len(has_arcs) > 390
+    assert sorted(searched) == has_arcs.tolist()
+    rows = mgapsp.apsp(g, sources=order, dtype="float64", backend="cpu")
+    want = row_reductions(rows)
+    for k in want:
+        np.testing.assert_array_equal(red[k], want[k])
+    np.testing.assert_array_equal(red["histogram"], histogram_counts(rows, self_pairs=g.n))
+
+
+def test_a_metrics_job_skips_sources_without_arcs(cpu_client, tmp_path):
+    """--no-distances: batches made only of sources without arcs, and batches mixing
+    them with others, store what every row's reductions give; so does the histogram."""
+    from mgapsp.jobs.driver import run_job
+    from mgapsp.reductions import histogram_counts, metric_values
+
+    g = _lonely_graph()
+    out = tmp_path / "lone.zarr"
+    run_job(g, out, cpu_client, batch_size=128, distances=False,
+            metrics=("closeness", "harmonic", "eccentricity", "histogram"))
+    res = mgapsp.open(out)
+    rows = mgapsp.apsp(g, dtype="float64", backend="cpu")
+    for name, values in metric_values(row_reductions(rows), g.n).items():
+        np.testing.assert_array_equal(res.metric(name), values)
+    want = mgapsp.distance_histogram(g, backend="cpu")
+    np.testing.assert_array_equal(res.distance_histogram().counts, want.counts)
+    assert res.distance_histogram().unreachable == want.unreachable
+    assert int(histogram_counts(rows, self_pairs=g.n).sum()) == int(want.counts.sum())
+
+
 # -- the distribution of distances ----------------------------------------------------
 
 def _scipy_histogram(g, edges, sources=None):

@@ -219,6 +219,18 @@ def test_road_like(data_dir, name, road):
     assert road_like(mgapsp.read_graph(data_dir / name)) is road
 
 
+def test_street_grids_are_road_like():
+    """A square grid with a tenth of its streets closed: degree below 4, long in hops."""
+    side = 60
+    v = np.arange(side * side).reshape(side, side)
+    src = np.concatenate([v[:, :-1].ravel(), v[:-1, :].ravel()])
+    dst = np.concatenate([v[:, 1:].ravel(), v[1:, :].ravel()])
+    keep = np.random.default_rng(3).random(len(src)) > 0.1
+    w = np.random.default_rng(4).integers(10, 1000, int(keep.sum())).astype(float)
+    grid = Graph.from_edges(src[keep], dst[keep], w, n=side * side, directed=False)
+    assert road_like(grid)
+
+
 def test_meshes_and_negative_weights_are_not_road_like():
     mesh = planar_graph(np.random.default_rng(2), 4000)     # Delaunay: degree 6
     assert not road_like(mesh)

@@ -17,8 +17,8 @@ from .. import algorithms as registry
 from ..cuda.fw_slab import SLAB_ALIGN  # slabs start at multiples of the pivot blocks
 from ..errors import Float32Inexact, UnsupportedError
 from ..graph import Graph
-from ..reductions import (HISTOGRAM_BINS, REDUCTIONS, histogram_counts, metric_values,
-                          row_reductions)
+from ..reductions import (HISTOGRAM_BINS, REDUCTIONS, histogram_counts, lone_reductions,
+                          metric_values, row_reductions)
 
 __all__ = ["Backend", "BatchResult", "SLAB_ALIGN", "FLOAT32_EXACT", "largest_finite",
            "check_exact32"]
@@ -190,21 +190,27 @@ class Backend(ABC):
         distance reaches 2**24 is computed again in float64 (its sums are float64
         either way).  ``on_rows(k)``: the first ``k`` rows are done.  ``histogram``:
         also ``"histogram"``, the rows' :func:`~mgapsp.reductions.histogram_counts`
-        (every vertex a target)."""
-        out = {name: np.empty(len(sources), dtype=np.int64 if name == "reachable"
-                              else np.float64) for name in REDUCTIONS}
+        (every vertex a target).
+
+        A source without arcs reaches itself alone: its reductions are known without
+        a search, and the batches hold only the others, so that none of a batch's
+        lanes idles on such a row (half the vertices of an R-MAT graph)."""
+        sources = np.asarray(sources, dtype=np.int64)
+        out = lone_reductions(len(sources))
         if histogram:
             out["histogram"] = np.zeros(HISTOGRAM_BINS, dtype=np.uint64)
-        for lo in range(0, len(sources), batch_size):
-            hi = min(lo + batch_size, len(sources))
-            red = self._batch_reductions(graph, sources[lo:hi], algorithm, dtype,
+        searched = np.flatnonzero(np.diff(graph.indptr)[sources] > 0)
+        lone = len(sources) - len(searched)
+        for lo in range(0, len(searched), batch_size):
+            rows = searched[lo:lo + batch_size]
+            red = self._batch_reductions(graph, sources[rows], algorithm, dtype,
                                          checked32, potentials, histogram)
             for name in REDUCTIONS:
-                out[name][lo:hi] = red[name]
+                out[name][rows] = red[name]
             if histogram:
                 out["histogram"] += red["histogram"]
             if on_rows:
-                on_rows(hi)
+                on_rows(lone + lo + len(rows))
         return out
 
     def _batch_reductions(self, graph, sources, algorithm, dtype, checked32,

@@ -22,7 +22,7 @@ from .. import config, hierarchy
 from ..algorithms import needs_hierarchy
 from ..backends import BatchResult, get_backend
 from ..backends.base import check_exact32
-from ..reductions import metric_values
+from ..reductions import HISTOGRAM_BINS, lone_reductions, metric_values
 from ..devices import gpu_count
 from ..errors import MgapspError
 from ..graph import Graph
@@ -160,8 +160,15 @@ def run_batch(store_path: str, fingerprint: str, run: str, batch: int, start: in
             algorithm = cpu_algorithm
     impl = get_backend(backend)
     load_s = time.perf_counter() - t0
+    metrics = job.store.job.get("metrics")
+    keep_rows = job.store.job.get("distances", True)
+    searched = None         # (rows searched, rows of the batch), where not all of them
     if result is None:
         graph = _graph(job, fingerprint)
+        if not keep_rows and job.targets is None:
+            # metrics alone: a source without arcs reaches itself only, no search
+            searched = (np.flatnonzero(np.diff(graph.indptr)[sources] > 0), len(sources))
+            sources = np.asarray(sources)[searched[0]]
         potentials = job.potentials if graph.has_negative_weights else None
         if needs_hierarchy(algorithm):   # the job's hierarchy, once per process
             hierarchy.for_graph(graph, hierarchy_dir(store_path))
@@ -172,24 +179,21 @@ def run_batch(store_path: str, fingerprint: str, run: str, batch: int, start: in
         with slot:
             queued_s = time.perf_counter() - t
             computing = [time.time()]
-            result = impl.distances(graph, np.asarray(sources, dtype=np.int64),
-                                    algorithm=algorithm, dtype=np.dtype(dtype),
-                                    predecessors=predecessors, potentials=potentials,
-                                    device=True, targets=job.targets)
+            if len(sources):
+                result = impl.distances(graph, np.asarray(sources, dtype=np.int64),
+                                        algorithm=algorithm, dtype=np.dtype(dtype),
+                                        predecessors=predecessors, potentials=potentials,
+                                        device=True, targets=job.targets)
             computing.append(time.time())
-    result.distances = impl.columns(result, job.targets)
-    if checked32:
-        check_exact32(float(impl.largest_finite(result.distances)), 0, batch)
+    if result is not None:
+        result.distances = impl.columns(result, job.targets)
+        if checked32:
+            check_exact32(float(impl.largest_finite(result.distances)), 0, batch)
     t1 = time.perf_counter()
-    metrics = job.store.job.get("metrics")
     if metrics:         # reduced on the block's device, before the writer frees it
-        values = metric_values(impl.row_reductions(result.distances),
-                               result.distances.shape[1])
-        if "histogram" in metrics:
-            own = (len(sources) if job.targets is None
-                   else int(np.isin(sources, job.targets).sum()))
-            values["histogram"] = impl.histogram_counts(result.distances, own)
-    if job.store.job.get("distances", True):
+        values = _batch_metrics(impl, result, metrics, sources, job.targets, searched,
+                                graph.n if result is None else result.distances.shape[1])
+    if keep_rows:
         written = job.store.write_block(start, result.distances, result.predecessors,
                                         staging=impl.staging, guard=job.guard,
                                         wide=_COMPUTING.idle() and not slab)
@@ -206,7 +210,30 @@ def run_batch(store_path: str, fingerprint: str, run: str, batch: int, start: in
                    "stage_s": written["copy_s"], "written": time.time(),
                    "worker": worker_name(),
                    "backend": backend, "stored_bytes": written["bytes"],
-                   **(result.stats or {})})
+                   **((result and result.stats) or {})})
+
+
+def _batch_metrics(impl, result, metrics, sources, targets, searched, n: int) -> dict:
+    """The batch's metrics (:func:`metric_values`, and its histogram where asked) from
+    its block, on the block's device.  ``searched``: ``(rows, k)`` where the block holds
+    only those rows of the batch's ``k`` (the others reach only themselves)."""
+    if searched is None:
+        red = impl.row_reductions(result.distances)
+    else:
+        rows, k = searched
+        red = lone_reductions(k)
+        if result is not None:
+            for name, values in impl.row_reductions(result.distances).items():
+                red[name][rows] = values
+    values = metric_values(red, n)
+    if "histogram" in metrics:
+        if result is None:
+            values["histogram"] = np.zeros(HISTOGRAM_BINS, dtype=np.uint64)
+        else:
+            own = (len(sources) if targets is None
+                   else int(np.isin(sources, targets).sum()))
+            values["histogram"] = impl.histogram_counts(result.distances, own)
+    return values
 
 
 def keep_slab(fingerprint: str, dtype, r0: int, r1: int, rows) -> None:
