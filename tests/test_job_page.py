@@ -126,3 +126,27 @@ def test_job_page_follows_a_job_in_a_browser(tmp_path, data_dir):
         assert "Batches: stored 1,677" in texts, texts
         assert any("done in" in t for t in texts), texts
         browser.close()
+
+
+@pytest.mark.slow
+def test_the_screenshot_tool_draws_the_page_during_a_job(tmp_path, data_dir):
+    """bench/job_page_screenshot.py (what drew the README's picture): a PNG of the page
+    while the job runs, not before it and not after it."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    if shutil.which(BROWSER) is None:
+        pytest.skip(f"no {BROWSER} (apt-get install chromium-headless-shell)")
+    root = Path(__file__).resolve().parents[1]
+    out = tmp_path / "page.png"
+    run = subprocess.run(
+        [sys.executable, str(root / "bench" / "job_page_screenshot.py"),
+         str(data_dir / "NY.pace.gr.gz"), "--backend", "cpu", "--sources", "300",
+         "--batch-size", "4", "--at", "0.2", "--settle", "1", "--browser", BROWSER,
+         "--out", str(out)], capture_output=True, text=True, timeout=240)
+    assert run.returncode == 0, run.stderr[-2000:]
+    m = re.search(r"drawn at (\d+) of 300 rows stored", run.stdout)
+    assert m and 0 < int(m.group(1)) < 300, run.stdout
+    png = out.read_bytes()
+    assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 20_000
