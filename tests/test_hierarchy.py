@@ -236,3 +236,19 @@ def test_saved_hierarchies(tmp_path):
     rebuilt = hierarchy.cached(graph, tmp_path)          # a bad file is rebuilt
     np.testing.assert_array_equal(rebuilt.w_up, built.w_up)
     assert hierarchy.load(path, graph) is not None
+
+
+def test_customization_does_not_depend_on_which_levels_run_in_parallel(monkeypatch,
+                                                                         data_dir):
+    """Every level shared out among the cores, or every level on one: the same weights
+    and paths to the bit (each arc is written by one thread, after the arcs it reads)."""
+    from mgapsp.hierarchy import construct, customize
+
+    graph = read_graph(data_dir / "rome99.gr")
+    built = {}
+    for name, work in (("parallel", 0), ("serial", 1 << 62)):
+        monkeypatch.setattr(customize, "PARALLEL_WORK", work)
+        built[name] = construct.build(graph)
+    a, b = built["parallel"], built["serial"]
+    for field in ("w_up", "w_down", "last_up", "last_down"):
+        np.testing.assert_array_equal(getattr(a, field), getattr(b, field))

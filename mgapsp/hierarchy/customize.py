@@ -72,8 +72,12 @@ def _levels(arcs, arc_tail, up_head, down_ptr, down_tail, down_arc, w_up, w_down
              last_up, last_down)
 
 
-#: a level of fewer arcs runs on one core
-PARALLEL_ARCS = 4096
+#: a level of less merging than this (the arcs' lists summed, about a millisecond on
+#: one core) runs on one core: sharing it out would cost more than it saves.  Counted
+#: by merging, not by arcs: the top of a grid's elimination tree holds levels of a few
+#: hundred arcs whose lists run to thousands, which alone took most of a build on one
+#: core while the other cores waited
+PARALLEL_WORK = 1 << 18
 
 
 def customize_levels(up_ptr: np.ndarray, up_head: np.ndarray, height: np.ndarray,
@@ -87,22 +91,28 @@ def customize_levels(up_ptr: np.ndarray, up_head: np.ndarray, height: np.ndarray
     arc_tail = np.repeat(np.arange(n, dtype=np.int64), counts)
     # the arcs into each vertex, by tail (a stable sort keeps the tails ascending)
     into = np.argsort(up_head, kind="stable")
+    into_count = np.bincount(up_head, minlength=n)
     down_ptr = np.zeros(n + 1, dtype=np.int64)
-    np.cumsum(np.bincount(up_head, minlength=n), out=down_ptr[1:])
+    np.cumsum(into_count, out=down_ptr[1:])
     down_tail = arc_tail[into]
-    # the arcs by their tail's height
+    # the arcs by their tail's height, and each level's merging (at most the lengths
+    # of its arcs' two lists)
     by_height = np.argsort(height[arc_tail], kind="stable")
     bounds = np.searchsorted(height[arc_tail][by_height],
                              np.arange(int(height.max(initial=0)) + 2))
+    merging = np.zeros(len(by_height) + 1, dtype=np.int64)
+    np.cumsum(into_count[arc_tail[by_height]] + into_count[up_head[by_height]],
+              out=merging[1:])
+    work = np.diff(merging[bounds])
     args = (arc_tail, up_head, down_ptr, down_tail, into, w_up, w_down, last_up,
             last_down)
     h = 0
-    while h < len(bounds) - 1:
+    while h < len(work):
         lo = bounds[h]
-        while h < len(bounds) - 1 and bounds[h + 1] - bounds[h] < PARALLEL_ARCS:
-            h += 1      # consecutive small levels: one serial call
+        while h < len(work) and work[h] < PARALLEL_WORK:
+            h += 1      # consecutive light levels: one serial call
         if bounds[h] > lo:
             _levels(by_height[lo:bounds[h]], *args)
-        if h < len(bounds) - 1:
+        if h < len(work):
             _level(by_height[bounds[h]:bounds[h + 1]], *args)
             h += 1
