@@ -95,6 +95,23 @@ def row_metrics(graph: Graph, sources=None, *, backend: str = "auto",
                             histogram=histogram)
 
 
+def ordered_harmonic(graph: Graph, sources, columns, *, backend: str = "auto",
+                     algorithm: str = "auto") -> tuple[np.ndarray, np.ndarray]:
+    """For each of ``columns`` (internal indices) the sum of ``1 / d(s, column)`` over
+    ``sources`` (internal indices) in their order, each term added in turn as a loop
+    over them would, and whether any was: harmonic centrality to NetworkX's bit where
+    the distances are exact.  Reduced where the rows are computed, none kept."""
+    impl = get_backend(resolve_backend(backend))
+    sources = np.asarray(sources, dtype=np.int64)
+    if graph.n == 0 or len(sources) == 0 or len(columns) == 0:
+        return np.zeros(len(columns)), np.zeros(len(columns), dtype=bool)
+    plan = _plan(graph, graph.labels[sources], impl.name, algorithm, impl)
+    potentials = impl.potentials(graph) if graph.has_negative_weights else None
+    return impl.ordered_harmonic(graph, plan.sources, columns, batch_size=plan.batch_size,
+                                 algorithm=plan.algorithm, dtype=np.dtype(plan.dtype),
+                                 checked32=plan.checked32, potentials=potentials)
+
+
 def _plan(graph: Graph, sources, backend: str, algorithm: str, impl):
     """The batches' plan, as :func:`mgapsp.apsp` makes it: ``auto`` may pick phast for a
     road network with enough rows (its hierarchy built here, once per process), and

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["REDUCTIONS", "HISTOGRAM_BINS", "row_reductions", "lone_reductions", "metric_values",
+__all__ = ["REDUCTIONS", "HISTOGRAM_BINS", "row_reductions", "lone_reductions",
+           "ordered_harmonic", "metric_values",
            "histogram_counts", "histogram_bin_of", "DistanceHistogram",
            "distance_histogram"]
 
@@ -42,6 +43,18 @@ def lone_reductions(k: int) -> dict:
     distance 0 to themselves among the columns)."""
     return {"reachable": np.ones(k, dtype=np.int64), "total": np.zeros(k),
             "harmonic": np.zeros(k), "eccentricity": np.zeros(k)}
+
+
+def ordered_harmonic(block, columns: np.ndarray, acc: np.ndarray, touched: np.ndarray) -> None:
+    """Add ``1 / d`` of each row of ``block`` to ``acc[t]`` for column ``columns[t]``
+    where ``d`` is finite and not 0, row after row (in place; ``touched[t]``: a term
+    was added): each sum in the order of the rows, as a loop over the sources adds
+    them, so that the floats are the loop's to the last bit."""
+    for row in np.asarray(block)[:, columns]:
+        row = row.astype(np.float64, copy=False)
+        hit = np.isfinite(row) & (row != 0)
+        acc[hit] += 1.0 / row[hit]
+        touched |= hit
 
 
 def metric_values(red: dict, n: int) -> dict:

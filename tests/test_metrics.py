@@ -509,3 +509,39 @@ def test_the_device_histogram_is_the_hosts(data_dir):
     cpu = mgapsp.distance_histogram(g, backend="cpu")
     np.testing.assert_array_equal(gpu.counts, cpu.counts)
     assert gpu.unreachable == cpu.unreachable
+
+
+def _ordered_harmonic_case(data_dir, path, backend):
+    """(the backend's ordered sums, the host loop's over SciPy's rows) for a random
+    order of sources and random columns of a real graph."""
+    from mgapsp.metrics import ordered_harmonic
+    from mgapsp.reductions import ordered_harmonic as add
+
+    g = mgapsp.read_graph(data_dir / path)
+    rng = np.random.default_rng(3)
+    sources = rng.permutation(g.n)[:1500]
+    columns = rng.permutation(g.n)[:700]
+    got = ordered_harmonic(g, sources, columns, backend=backend)
+    rows = mgapsp.apsp(g, sources=g.labels[sources], backend="cpu", dtype="float64")
+    acc, touched = np.zeros(len(columns)), np.zeros(len(columns), dtype=bool)
+    add(rows, columns, acc, touched)
+    return got, (acc, touched)
+
+
+@pytest.mark.parametrize("path", ["rome99.gr", "p2p-Gnutella08.txt"])
+def test_harmonic_sums_in_the_sources_order(path, data_dir):
+    """The CPU backend's batches add each column's terms in the sources' order: the
+    same floats as one loop over all the rows."""
+    (acc, touched), (want, want_touched) = _ordered_harmonic_case(data_dir, path, "cpu")
+    np.testing.assert_array_equal(acc, want)
+    np.testing.assert_array_equal(touched, want_touched)
+    assert touched.any() and (path == "rome99.gr" or not touched.all())
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("path", ["rome99.gr", "p2p-Gnutella08.txt"])
+def test_the_device_adds_harmonic_terms_in_the_hosts_order(path, data_dir):
+    """On the GPU, one thread per column down the rows: the host's floats to the bit."""
+    (acc, touched), (want, want_touched) = _ordered_harmonic_case(data_dir, path, "gpu")
+    np.testing.assert_array_equal(acc, want)
+    np.testing.assert_array_equal(touched, want_touched)

@@ -18,7 +18,7 @@ from ..cuda.fw_slab import SLAB_ALIGN  # slabs start at multiples of the pivot b
 from ..errors import Float32Inexact, UnsupportedError
 from ..graph import Graph
 from ..reductions import (HISTOGRAM_BINS, REDUCTIONS, histogram_counts, lone_reductions,
-                          metric_values, row_reductions)
+                          metric_values, ordered_harmonic, row_reductions)
 
 __all__ = ["Backend", "BatchResult", "SLAB_ALIGN", "FLOAT32_EXACT", "largest_finite",
            "check_exact32"]
@@ -212,6 +212,40 @@ class Backend(ABC):
             if on_rows:
                 on_rows(lone + lo + len(rows))
         return out
+
+    def ordered_harmonic(self, graph: Graph, sources: np.ndarray, columns: np.ndarray, *,
+                         batch_size: int, algorithm: str, dtype: np.dtype,
+                         checked32: bool = False,
+                         potentials: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """For each of ``columns``, the sum of ``1 / d(s, column)`` over the
+        ``sources`` that reach it at a non-zero distance, added source after source in
+        the order given (NetworkX's harmonic centrality adds so); and whether any
+        term was added.  Host arrays.  The rows are reduced where they are computed
+        and none is kept."""
+        sources = np.asarray(sources, dtype=np.int64)
+        acc, touched, cols = self._harmonic_state(np.asarray(columns, dtype=np.int64))
+        for lo in range(0, len(sources), batch_size):
+            chunk = sources[lo:lo + batch_size]
+            res = self.distances(graph, chunk, algorithm=algorithm, dtype=np.dtype(dtype),
+                                 potentials=potentials, device=True)
+            block = res.distances
+            if checked32 and float(self.largest_finite(block)) >= FLOAT32_EXACT:
+                block = self.distances(graph, chunk, algorithm=algorithm,
+                                       dtype=np.dtype(np.float64), potentials=potentials,
+                                       device=True).distances
+            self._harmonic_add(block, cols, acc, touched)
+            del res, block
+        return self._harmonic_result(acc, touched)
+
+    # where ordered_harmonic's sums live: host arrays here, a device's on a GPU backend
+    def _harmonic_state(self, columns: np.ndarray):
+        return np.zeros(len(columns)), np.zeros(len(columns), dtype=bool), columns
+
+    def _harmonic_add(self, block, columns, acc, touched) -> None:
+        ordered_harmonic(block, columns, acc, touched)
+
+    def _harmonic_result(self, acc, touched) -> tuple[np.ndarray, np.ndarray]:
+        return acc, touched
 
     def _batch_reductions(self, graph, sources, algorithm, dtype, checked32,
                           potentials, histogram=False) -> dict:

@@ -386,6 +386,22 @@ class GPUBackend(Backend):
             return gpu.to_host(reduce.histogram_counts(block, self_pairs=self_pairs))
         return histogram_counts(block, self_pairs=self_pairs)
 
+    def _harmonic_state(self, columns: np.ndarray):
+        cupy = gpu.cupy_module()
+        k = len(columns)
+        return (cupy.zeros(k, dtype=cupy.float64), cupy.zeros(k, dtype=cupy.bool_),
+                cupy.asarray(columns, dtype=cupy.int64))
+
+    def _harmonic_add(self, block, columns, acc, touched) -> None:
+        if staging.is_device_array(block):
+            reduce.ordered_harmonic(block, columns, acc, touched)
+        else:           # a block that came back on the host (a CPU fallback)
+            cupy = gpu.cupy_module()
+            reduce.ordered_harmonic(cupy.asarray(block), columns, acc, touched)
+
+    def _harmonic_result(self, acc, touched) -> tuple[np.ndarray, np.ndarray]:
+        return gpu.to_host(acc), gpu.to_host(touched)
+
     def largest_finite(self, block):
         """As :func:`~mgapsp.backends.base.largest_finite`, for a device block too (a
         device scalar then, read when needed)."""

@@ -10,7 +10,7 @@ from __future__ import annotations
 from ..reductions import HISTOGRAM_BINS
 from .loader import cupy_module
 
-__all__ = ["row_reductions", "histogram_counts"]
+__all__ = ["row_reductions", "histogram_counts", "ordered_harmonic"]
 
 _KERNELS: dict = {}
 
@@ -69,18 +69,19 @@ extern "C" __global__ void mgapsp_histogram_{T}(const {T}* x, long long size,
 """
 
 
-_HISTOGRAM_KERNELS: dict = {}
+#: the RawKernels by name and dtype (apart from _KERNELS, which row_reductions runs all of)
+_RAW_KERNELS: dict = {}
 
 
 def _histogram_kernel(dtype):
     name = f"histogram_{dtype}"
-    if name not in _HISTOGRAM_KERNELS:
+    if name not in _RAW_KERNELS:
         cupy = cupy_module()
         t = "float" if dtype == "float32" else "double"
         src = _HISTOGRAM.format(T=t, BINS=HISTOGRAM_BINS, SHIFT=32 - 13,
                                 ROUND="v" if t == "float" else "__double2float_rz(v)")
-        _HISTOGRAM_KERNELS[name] = cupy.RawKernel(src, f"mgapsp_histogram_{t}")
-    return _HISTOGRAM_KERNELS[name]
+        _RAW_KERNELS[name] = cupy.RawKernel(src, f"mgapsp_histogram_{t}")
+    return _RAW_KERNELS[name]
 
 
 def histogram_counts(block, *, self_pairs: int = 0):
@@ -102,3 +103,48 @@ def histogram_counts(block, *, self_pairs: int = 0):
     if self_pairs:
         counts[0] -= self_pairs
     return counts
+
+
+# One thread per column, down the rows in their order: each sum adds its terms in the
+# order a loop over the sources would (IEEE division and addition, no reassociation),
+# so the device's sums are the host's to the bit.
+_ORDERED_HARMONIC = r"""
+extern "C" __global__ void mgapsp_ordered_harmonic_{T}(
+        const {T}* d, long long rows, long long n, const long long* columns,
+        long long k, double* acc, bool* touched) {{
+    long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (t >= k) return;
+    const {T}* col = d + columns[t];
+    double a = acc[t];
+    bool hit = touched[t];
+    for (long long r = 0; r < rows; ++r) {{
+        double x = (double)col[r * n];
+        if (isfinite(x) && x != 0.0) {{
+            a += 1.0 / x;
+            hit = true;
+        }}
+    }}
+    acc[t] = a;
+    touched[t] = hit;
+}}
+"""
+
+
+def ordered_harmonic(block, columns, acc, touched) -> None:
+    """:func:`mgapsp.reductions.ordered_harmonic` of the device ``block`` into the
+    device arrays ``acc`` (float64) and ``touched`` (bool), ``columns`` a device int64
+    array."""
+    cupy = cupy_module()
+    x = cupy.ascontiguousarray(block)
+    if x.dtype not in (cupy.float32, cupy.float64):
+        x = x.astype(cupy.float64)
+    t = "float" if x.dtype == cupy.float32 else "double"
+    name = f"ordered_harmonic_{t}"
+    if name not in _RAW_KERNELS:
+        _RAW_KERNELS[name] = cupy.RawKernel(_ORDERED_HARMONIC.format(T=t),
+                                                  f"mgapsp_ordered_harmonic_{t}")
+    k = len(columns)
+    if k and len(x):
+        _RAW_KERNELS[name]((-(-k // 256),), (256,),
+                                 (x, cupy.int64(len(x)), cupy.int64(x.shape[1]), columns,
+                                  cupy.int64(k), acc, touched))

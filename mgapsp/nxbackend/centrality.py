@@ -9,8 +9,9 @@ import numpy as np
 from .convert import FallBack, backend_graph, for_hops, for_weight
 from .registry import dispatches
 from ..api import resolve_backend
-from ..metrics import row_metrics
+from ..metrics import ordered_harmonic, row_metrics
 from ..reductions import metric_values
+from ..reductions import ordered_harmonic as add_harmonic
 from .rows import distance_rows, int_sum
 
 __all__ = ["closeness_centrality", "harmonic_centrality"]
@@ -91,15 +92,17 @@ def harmonic_centrality(G, nbunch=None, distance=None, sources=None):
     targets = np.array([conv.index[u] for u in nbunch], dtype=np.int64)
     order = [conv.index[v] for v in sources]
     if not transposed:
-        # centrality[u] += 1/d(v, u) for v in `sources` order: one vector addition
-        # per source adds the same terms in the same order to every u
-        acc = np.zeros(len(targets))
-        touched = np.zeros(len(targets), dtype=bool)
-        for _, block in distance_rows(conv, order):
-            for row in block[:, targets]:
-                hit = np.isfinite(row) & (row != 0)
-                acc[hit] += 1.0 / row[hit]
-                touched |= hit
+        # centrality[u] += 1/d(v, u) for v in `sources` order: each u's terms added in
+        # that order; exact distances are reduced where they are computed (on the
+        # GPU, its device), the others come from NetworkX's own sums on the host
+        if conv.exact:
+            acc, touched = ordered_harmonic(conv.graph, order, targets,
+                                            backend=resolve_backend("auto"))
+        else:
+            acc = np.zeros(len(targets))
+            touched = np.zeros(len(targets), dtype=bool)
+            for _, block in distance_rows(conv, order):
+                add_harmonic(block, targets, acc, touched)
         for u, x, t in zip(nbunch, acc.tolist(), touched.tolist()):
             if t:
                 centrality[u] = x
