@@ -64,6 +64,12 @@ KNOBS: dict[str, Knob] = {
         "the graph; a graph whose elimination fills in beyond it is not road-like: "
         "phast refuses it and auto runs without a hierarchy (road networks have 1-3)",
         user=True),
+    "phast.order": Knob(
+        "auto", str, "the elimination order of a contraction hierarchy: "
+        "minimum-degree (SuperLU's), nested-dissection (METIS's) or auto, which takes "
+        "nested dissection for graphs of mean degree 3.3 and more (grids, meshes: fewer "
+        "arcs and levels, a 1M-vertex grid built in half the time) and minimum degree "
+        "for sparser ones (road networks, where it gives 8-15% fewer arcs)", user=True),
     "store.write-threads": Knob(
         None, int, "threads that compress and write chunks on the host; default: this "
         "process's share of the cores (one in a CPU worker, whose cores compute)",

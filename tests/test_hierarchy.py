@@ -9,7 +9,7 @@ from helpers import (assert_distances_equal, assert_predecessors, planar_graph,
                      scipy_distances)
 from mgapsp import hierarchy
 from mgapsp.backends import cpu_sweep
-from mgapsp.errors import UnsupportedError
+from mgapsp.errors import MgapspError, UnsupportedError
 from mgapsp.graph import Graph
 from mgapsp.readers import read_graph
 
@@ -252,3 +252,59 @@ def test_customization_does_not_depend_on_which_levels_run_in_parallel(monkeypat
     a, b = built["parallel"], built["serial"]
     for field in ("w_up", "w_down", "last_up", "last_down"):
         np.testing.assert_array_equal(getattr(a, field), getattr(b, field))
+
+
+def _grid(side: int, seed: int = 3) -> Graph:
+    """A square grid with a tenth of its streets closed, weights 10..999."""
+    v = np.arange(side * side).reshape(side, side)
+    src = np.concatenate([v[:, :-1].ravel(), v[:-1, :].ravel()])
+    dst = np.concatenate([v[:, 1:].ravel(), v[1:, :].ravel()])
+    rng = np.random.default_rng(seed)
+    keep = rng.random(len(src)) > 0.1
+    w = rng.integers(10, 1000, int(keep.sum())).astype(float)
+    return Graph.from_edges(src[keep], dst[keep], w, n=side * side, directed=False)
+
+
+@pytest.mark.parametrize("order", ["minimum-degree", "nested-dissection"])
+@pytest.mark.parametrize("kind", ["grid", "mesh", "rome99"])
+def test_either_order_gives_scipys_distances(order, kind, data_dir):
+    """METIS's nested dissection and SuperLU's minimum degree each give a perfect
+    elimination and SciPy's distances, on a grid, a mesh and a road network."""
+    import dask
+
+    pytest.importorskip("pymetis")
+    graph = {"grid": lambda: _grid(50),
+             "mesh": lambda: planar_graph(np.random.default_rng(4), 2500, integer=True),
+             "rome99": lambda: read_graph(data_dir / "rome99.gr")}[kind]()
+    with dask.config.set({"mgapsp.phast.order": order}):
+        h = hierarchy.build(graph)
+    assert_is_chordal_completion(h, graph)
+    src = spread(graph.n, 48)
+    np.testing.assert_array_equal(cpu_sweep.distances(h, src), scipy_distances(graph, src))
+
+
+def test_auto_orders_grids_by_nested_dissection_and_roads_by_minimum_degree(data_dir):
+    """``phast.order = auto``: nested dissection from a mean degree of 3.3 (grids,
+    meshes), minimum degree below it (road networks); a bad value is one line."""
+    import dask
+
+    from mgapsp.hierarchy import construct
+
+    pytest.importorskip("pymetis")
+
+    def order_of(graph):
+        ranks = []
+        for order in ("auto", "minimum-degree", "nested-dissection"):
+            with dask.config.set({"mgapsp.phast.order": order}):
+                ranks.append(construct._order_and_completion(graph)[0])
+        auto, md, nd = ranks
+        assert not np.array_equal(md, nd)
+        return "nested-dissection" if np.array_equal(auto, nd) else (
+            "minimum-degree" if np.array_equal(auto, md) else "neither")
+
+    assert order_of(_grid(40)) == "nested-dissection"
+    assert order_of(planar_graph(np.random.default_rng(5), 1500)) == "nested-dissection"
+    assert order_of(read_graph(data_dir / "rome99.gr")) == "minimum-degree"
+    with dask.config.set({"mgapsp.phast.order": "metis"}), \
+            pytest.raises(MgapspError, match="phast.order must be one of"):
+        hierarchy.build(_grid(10))

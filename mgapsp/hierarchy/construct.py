@@ -1,5 +1,7 @@
-"""Building a graph's hierarchy: SuperLU's minimum-degree order, the chordal completion
-from its factor, the elimination tree, and the triangle customization of the weights."""
+"""Building a graph's hierarchy: an elimination order (SuperLU's minimum degree, or
+METIS's nested dissection for grids and meshes), the chordal completion from the
+factor in that order, the elimination tree, and the triangle customization of the
+weights."""
 
 from __future__ import annotations
 
@@ -7,11 +9,18 @@ import numpy as np
 import scipy.sparse as sp
 
 from .. import config
-from ..errors import UnsupportedError
+from ..errors import MgapspError, UnsupportedError
 from ..graph import Graph
 from .model import Hierarchy, check_weights
 
 __all__ = ["build", "arcs_limit", "concat_ranges"]
+
+#: mean (undirected) degree from which ``phast.order = auto`` takes nested dissection:
+#: grids (3.4-3.6) and Delaunay meshes (6) get fewer arcs and half the levels from it, road
+#: networks (2.8-3.2) fewer arcs from minimum degree (bench/NOTES.md)
+NESTED_DISSECTION_DEGREE = 3.3
+ORDERS = ("auto", "minimum-degree", "nested-dissection")
+
 
 def _order_and_completion(graph: Graph):
     """Ranks and the chordal completion (CSC of the strict lower factor, in rank space)."""
@@ -20,22 +29,48 @@ def _order_and_completion(graph: Graph):
     dst = graph.indices.astype(np.int64)
     keep = src != dst
     A = sp.csr_matrix((np.ones(int(keep.sum())), (src[keep], dst[keep])), shape=(n, n))
-    A = ((A + A.T) > 0).astype(np.float64)
+    A = ((A + A.T) > 0).astype(np.float64).tocsr()
     degree = np.asarray(A.sum(axis=1)).ravel()
     # a symmetric, strictly diagonally dominant matrix of the graph's shape: factorized
     # with diagonal pivots, its factor's pattern is the elimination of the graph
     M = (sp.diags(degree + 1.0) - A).tocsc()
     from scipy.sparse.linalg import splu
 
-    lu = splu(M, permc_spec="MMD_AT_PLUS_A", diag_pivot_thresh=0.0,
-              options={"SymmetricMode": True})
+    order = _nested_dissection(A, degree)
+    if order is not None:       # the matrix in that order, factorized as it stands
+        perm, iperm = order
+        M = M[perm][:, perm].tocsc()
+    lu = splu(M, permc_spec="MMD_AT_PLUS_A" if order is None else "NATURAL",
+              diag_pivot_thresh=0.0, options={"SymmetricMode": True})
     if not np.array_equal(lu.perm_r, lu.perm_c):
         raise RuntimeError("SuperLU left the diagonal: no symmetric elimination order")
-    rank = lu.perm_c.astype(np.int32)
+    rank = lu.perm_c if order is None else lu.perm_c[iperm]
     L = sp.csc_matrix(lu.L)
     L.sort_indices()
     del lu
-    return rank, L
+    return rank.astype(np.int32), L
+
+
+def _nested_dissection(A: sp.csr_matrix, degree: np.ndarray):
+    """METIS's nested-dissection order of the pattern ``A`` as ``(perm, iperm)`` (the
+    vertex at each position, each vertex's position), or None where minimum degree
+    is the order (``phast.order``)."""
+    choice = config.get("phast.order")
+    if choice not in ORDERS:
+        raise MgapspError(f"phast.order must be one of {', '.join(ORDERS)}, got "
+                          f"{choice!r}")
+    if choice == "minimum-degree" or A.nnz == 0 or (
+            choice == "auto" and degree.mean() < NESTED_DISSECTION_DEGREE):
+        return None
+    try:
+        import pymetis
+    except ImportError:
+        if choice == "nested-dissection":
+            raise MgapspError("phast.order nested-dissection needs pymetis "
+                              "(pip install pymetis)") from None
+        return None
+    perm, iperm = pymetis.nested_dissection(pymetis.CSRAdjacency(A.indptr, A.indices))
+    return np.asarray(perm, dtype=np.int64), np.asarray(iperm, dtype=np.int64)
 
 
 def _lower_arcs(L: sp.csc_matrix, n: int):
