@@ -273,6 +273,22 @@ def test_a_worker_of_another_run_writes_nothing(cpu_client, rome, tmp_path):
     assert not list(out.rglob("*.partial"))
 
 
+def test_an_array_removed_under_a_worker_is_one_store_error(cpu_client, rome, tmp_path):
+    """rm -rf takes a store's arrays before its own zarr.json: a worker that opened
+    the store then finds an array gone, which is a StoreError naming it (as opening
+    such a store is), not a KeyError."""
+    import shutil
+
+    out = tmp_path / "half-removed.zarr"
+    _store(rome, cpu_client, out)
+    store = Store.open(out, mode="r+")
+    shutil.rmtree(out / "distances")
+    with pytest.raises(StoreError, match="'distances' was removed"):
+        store.array("distances")
+    with pytest.raises(StoreError, match="'distances' is missing"):
+        Store.open(out)
+
+
 @pytest.mark.slow
 def test_a_store_deleted_mid_job_leaves_nothing(tmp_path):
     """rm -rf of the store while workers write it: one line, no folder made again by

@@ -541,7 +541,13 @@ class Store:
         once per run, and in a worker whose threads are busy each opening of an array
         through Zarr cost about 2 ms, every batch."""
         if name not in self._arrays:
-            self._arrays[name] = self.group[name]
+            try:
+                self._arrays[name] = self.group[name]
+            except KeyError:
+                # its folder gone from a store opened whole: removed while a job ran
+                # (rm -rf takes the arrays before the store's own zarr.json)
+                raise StoreError(f"{self.path}: its array {name!r} was removed; the store "
+                                 "is damaged or being deleted") from None
         return self._arrays[name]
 
     def write_metrics(self, batch: int, values: dict, guard=None) -> None:
