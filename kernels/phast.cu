@@ -20,6 +20,13 @@
 //                  (root level first), each thread one (rank, column): the minimum
 //                  over the rank's upward arcs of D[head] + w_down.  The heads are
 //                  ancestors, at smaller depths, so they are final.
+//   phast_down_split_*  the same for a level of few ranks (the separators at the top
+//                  of a large graph's tree: one rank a level, hundreds of arcs each),
+//                  which would leave most of the GPU idle while each thread walks
+//                  its rank's arcs one after another: blocks of 32 columns x K
+//                  lanes, lane k taking arcs k, k + K, ...; the K minima then meet
+//                  in shared memory.  A tie keeps the lowest arc, as one thread
+//                  walking them in order would, so D and P are the same to the bit.
 //   phast_unpack_* rank-major columns to vertex-major rows (a tiled transpose through
 //                  shared memory, gathering each output column's rank).
 //
@@ -96,6 +103,49 @@ __device__ __forceinline__ void down_level(
     }
 }
 
+#define PHAST_MAX_LANES 32
+
+template <typename T>
+__device__ __forceinline__ void down_level_split(
+    const int* __restrict__ ranks, i64 count, i64 Bp, const i64* __restrict__ up_ptr,
+    const int* __restrict__ up_head, const T* __restrict__ w_down, T* D,
+    const int* __restrict__ last_down, int* P)
+{
+    __shared__ T best_of[PHAST_MAX_LANES][32];
+    __shared__ i64 won_of[PHAST_MAX_LANES][32];
+    const int col = threadIdx.x, lane = threadIdx.y, lanes = blockDim.y;
+    const i64 s = (i64)blockIdx.x * 32 + col;      // Bp is a multiple of 32
+    for (i64 k = blockIdx.y; k < count; k += gridDim.y) {
+        const int r = ranks[k];
+        const i64 end = up_ptr[r + 1];
+        T best = D[(i64)r * Bp + s];
+        i64 won = -1;
+        for (i64 a = up_ptr[r] + lane; a < end; a += lanes) {
+            const T c = D[(i64)up_head[a] * Bp + s] + w_down[a];
+            if (c < best) {
+                best = c;
+                won = a;
+            }
+        }
+        best_of[lane][col] = best;
+        won_of[lane][col] = won;
+        __syncthreads();
+        if (lane == 0) {
+            for (int q = 1; q < lanes; ++q) {
+                const T c = best_of[q][col];
+                const i64 w = won_of[q][col];
+                if (c < best || (c == best && w >= 0 && w < won)) {
+                    best = c;
+                    won = w;
+                }
+            }
+            D[(i64)r * Bp + s] = best;
+            if (P && won >= 0) P[(i64)r * Bp + s] = last_down[won];
+        }
+        __syncthreads();
+    }
+}
+
 // out[b * n + v] = D[rank[v] * Bp + b] for b < B and the n output columns v (every
 // vertex, or the targets): blocks of 32 x 8 threads move
 // 32 x 32 tiles (columns b along x when reading, vertices v along x when writing)
@@ -133,6 +183,13 @@ __device__ __forceinline__ void unpack(
         const int* __restrict__ last_down, int* P)                                    \
     {                                                                                 \
         down_level<T>(ranks, count, Bp, up_ptr, up_head, w_down, D, last_down, P);    \
+    }                                                                                 \
+    extern "C" __global__ void phast_down_split_##SUFFIX(                             \
+        const int* __restrict__ ranks, i64 count, i64 Bp, const i64* __restrict__ up_ptr, \
+        const int* __restrict__ up_head, const T* __restrict__ w_down, T* D,          \
+        const int* __restrict__ last_down, int* P)                                    \
+    {                                                                                 \
+        down_level_split<T>(ranks, count, Bp, up_ptr, up_head, w_down, D, last_down, P); \
     }                                                                                 \
     extern "C" __global__ void phast_unpack_##SUFFIX(                                 \
         const T* __restrict__ D, i64 n, i64 Bp, i64 B, const int* __restrict__ rank,  \

@@ -16,10 +16,15 @@ from .loader import BLOCK_THREADS, grid_blocks, cupy_module, get_kernel, persist
 KERNEL_FILE = "phast.cu"
 #: every kernel this module launches from KERNEL_FILE
 KERNEL_NAMES = tuple(f"phast_{kind}_{t}" for t in ("f32", "f64")
-                     for kind in ("up", "down", "unpack")) + ("phast_unpack_i32",)
+                     for kind in ("up", "down", "down_split", "unpack")) + ("phast_unpack_i32",)
 _TILE, _TILE_ROWS = 32, 8           # unpack block shape (as in the .cu file)
 _MAX_GRID_Y = 65535
 _SUFFIX = {np.dtype(np.float32): "f32", np.dtype(np.float64): "f64"}
+#: most lanes that share one column of a rank's arcs (``PHAST_MAX_LANES``)
+MAX_LANES = 32
+#: warps, per multiprocessor, a level of the down sweep should keep busy: below that
+#: its ranks' arcs are split over lanes (:func:`lanes`)
+BUSY_WARPS_PER_SM = 32
 
 
 @dataclass(eq=False)
@@ -40,6 +45,7 @@ class DeviceHierarchy:
     level_ptr: np.ndarray        # host: the sweep's level bounds
     level_ranks: Any
     nbytes: int
+    level_width: np.ndarray      # host: each level's most upward arcs of one rank
 
 
 def upload(h: Hierarchy, dtype) -> DeviceHierarchy:
@@ -58,7 +64,29 @@ def upload(h: Hierarchy, dtype) -> DeviceHierarchy:
                   last_down=cupy.asarray(h.last_down, dtype=cupy.int32),
                   level_ranks=cupy.asarray(ranks, dtype=cupy.int32))
     return DeviceHierarchy(dtype=dt, n=h.n, arcs=h.arcs, level_ptr=ptr,
+                           level_width=_widths(h, ptr, ranks),
                            nbytes=sum(int(a.nbytes) for a in arrays.values()), **arrays)
+
+
+def _widths(h: Hierarchy, ptr: np.ndarray, ranks: np.ndarray) -> np.ndarray:
+    """The most upward arcs of a rank in each level (0 for an empty one)."""
+    width = np.zeros(len(ptr) - 1, dtype=np.int64)
+    full = np.flatnonzero(np.diff(ptr) > 0)
+    if len(full):
+        width[full] = np.maximum.reduceat(np.diff(h.up_ptr)[ranks], ptr[full])
+    return width
+
+
+def lanes(size: int, width: int, Bp: int, busy_warps: int) -> int:
+    """Lanes per column for a level of ``size`` ranks, the widest with ``width``
+    upward arcs, in a batch of ``Bp`` columns: doubled while the level's warps
+    (``size * Bp / 32`` times the lanes) leave the GPU short of ``busy_warps`` and
+    each lane still has four arcs or more of the widest rank."""
+    k = 1
+    warps = size * (Bp // 32)
+    while k < MAX_LANES and warps * k < busy_warps and 8 * k <= width:
+        k *= 2
+    return k
 
 
 @dataclass(eq=False)
@@ -70,6 +98,7 @@ class Sweep:
     level_ranks: Any
     out_rank: Any
     arcs: int                    # upward arcs of the swept ranks
+    level_width: np.ndarray      # host, as DeviceHierarchy's
 
 
 def sweep(h: Hierarchy, targets) -> Sweep:
@@ -79,7 +108,7 @@ def sweep(h: Hierarchy, targets) -> Sweep:
     ptr, ranks = h.levels(t)
     return Sweep(level_ptr=ptr, level_ranks=cupy.asarray(ranks, dtype=cupy.int32),
                  out_rank=cupy.asarray(h.rank[t], dtype=cupy.int32),
-                 arcs=int(np.diff(h.up_ptr)[ranks].sum()))
+                 arcs=int(np.diff(h.up_ptr)[ranks].sum()), level_width=_widths(h, ptr, ranks))
 
 
 def device_bytes(n: int, arcs: int, dtype) -> int:
@@ -112,9 +141,11 @@ def phast_batch(dh: DeviceHierarchy, sources, restricted: Sweep | None = None,
     src = batch_sources(sources, dh.n)
     n, B = dh.n, len(src)
     dt = dh.dtype
-    ptr, level_ranks, out_rank, arcs = (
-        (dh.level_ptr, dh.level_ranks, dh.rank, dh.arcs) if restricted is None else
-        (restricted.level_ptr, restricted.level_ranks, restricted.out_rank, restricted.arcs))
+    ptr, level_ranks, out_rank, arcs, width_of = (
+        (dh.level_ptr, dh.level_ranks, dh.rank, dh.arcs, dh.level_width)
+        if restricted is None else
+        (restricted.level_ptr, restricted.level_ranks, restricted.out_rank, restricted.arcs,
+         restricted.level_width))
     width = len(out_rank)
     if B == 0:
         pred = cupy.empty((0, width), dtype=cupy.int32) if predecessors else None
@@ -134,14 +165,21 @@ def phast_batch(dh: DeviceHierarchy, sources, restricted: Sweep | None = None,
        (src_rank, np.int64(B), np.int64(Bp), dh.parent, dh.up_ptr, dh.up_head, dh.w_up, D,
         inf, dh.last_up, P_arg))
     down = get_kernel(f"phast_down_{sfx}", KERNEL_FILE)
+    split = get_kernel(f"phast_down_split_{sfx}", KERNEL_FILE)
     threads = min(BLOCK_THREADS, Bp)
     gx = grid_blocks(Bp, threads)
+    busy = BUSY_WARPS_PER_SM * cupy.cuda.Device().attributes["MultiProcessorCount"]
     for lv in range(1, len(ptr) - 1):            # level 0: roots, no upward arcs
         lo, hi = int(ptr[lv]), int(ptr[lv + 1])
-        if hi > lo:
-            down((gx, min(hi - lo, _MAX_GRID_Y)), (threads,),
-                 (level_ranks[lo:hi], np.int64(hi - lo), np.int64(Bp), dh.up_ptr,
-                  dh.up_head, dh.w_down, D, dh.last_down, P_arg))
+        if hi <= lo:
+            continue
+        args = (level_ranks[lo:hi], np.int64(hi - lo), np.int64(Bp), dh.up_ptr,
+                dh.up_head, dh.w_down, D, dh.last_down, P_arg)
+        k = lanes(hi - lo, int(width_of[lv]), Bp, busy)
+        if k == 1:
+            down((gx, min(hi - lo, _MAX_GRID_Y)), (threads,), args)
+        else:
+            split((Bp // 32, min(hi - lo, _MAX_GRID_Y)), (32, k), args)
     out = cupy.empty((B, width), dtype=dt)
     pred = cupy.empty((B, width), dtype=cupy.int32) if predecessors else None
     if width:
