@@ -300,7 +300,8 @@ def _in_process(graph: Graph, *, backend, algorithm, dtype, sources, targets, ba
         try:                    # built here, before the result is allocated
             hierarchy.for_graph(graph)
         except UnsupportedError:
-            # auto took the graph for a road network, but its hierarchy fills in
+            # auto took the graph for a road network, but its hierarchy fills in (or
+            # would not fit in memory)
             plan = make_plan(may_build=False)
     shape = (plan.n_sources, plan.n_targets(graph.n))
     needed = shape[0] * shape[1] * (np.dtype(plan.dtype).itemsize + (4 if predecessors

@@ -186,6 +186,19 @@ def test_graphs_that_fill_in_are_refused():
             hierarchy.build(g)
 
 
+def test_a_build_without_the_memory_for_it_is_refused_before_it_starts(monkeypatch, data_dir):
+    """The customization's memory is known once the factor is: a host without it gets
+    one line naming what the build needs and what there is, not an out-of-memory
+    kill midway (and ``auto`` runs without the hierarchy, as for one that fills in)."""
+    from mgapsp import memory
+
+    graph = read_graph(data_dir / "rome99.gr")
+    monkeypatch.setattr(memory, "memory_limit", lambda: (2**20, "this machine has"))
+    with pytest.raises(UnsupportedError, match=r"'rome99.*' \(1\d,\d{3} arcs\) needs about "
+                       r"0\.0 GiB more memory to build, but this machine has 0\.0 GiB"):
+        hierarchy.build(graph)
+
+
 def test_closing_an_open_elimination():
     """A 4-cycle eliminated in order 0..3 needs the fill arc 1-3; _close adds it."""
     up_ptr = np.array([0, 2, 3, 4, 4])
@@ -308,3 +321,27 @@ def test_auto_orders_grids_by_nested_dissection_and_roads_by_minimum_degree(data
     with dask.config.set({"mgapsp.phast.order": "metis"}), \
             pytest.raises(MgapspError, match="phast.order must be one of"):
         hierarchy.build(_grid(10))
+
+
+def test_the_gpu_sweep_splits_only_levels_too_small_for_the_gpu(data_dir):
+    """A level of few ranks (the top separators) gets more lanes per column while
+    the GPU would be short of warps and each lane keeps four arcs of its widest rank;
+    a level as wide as the GPU, or of narrow ranks, keeps one."""
+    from mgapsp.cuda import phast
+
+    busy = 132 * phast.BUSY_WARPS_PER_SM
+    assert phast.lanes(1, 1000, 4096, busy) == phast.MAX_LANES
+    assert phast.lanes(1, 16, 4096, busy) == 4          # 4 arcs a lane, no fewer
+    assert phast.lanes(1, 15, 4096, busy) == 2
+    assert phast.lanes(1, 7, 4096, busy) == 1
+    assert phast.lanes(4, 1000, 4096, busy) == 16       # 4 x 128 x 8 warps: still short
+    assert phast.lanes(8, 1000, 4096, busy) == 8
+    assert phast.lanes(33, 1000, 4096, busy) == 1
+    assert phast.lanes(10_000, 1000, 64, busy) == 1
+    graph = read_graph(data_dir / "rome99.gr")
+    h = hierarchy.build(graph)
+    ptr, ranks = h.levels()
+    width = phast._widths(h, ptr, ranks)
+    deg = np.diff(h.up_ptr)
+    for lv in range(len(ptr) - 1):
+        assert width[lv] == deg[ranks[ptr[lv]:ptr[lv + 1]]].max(initial=0)

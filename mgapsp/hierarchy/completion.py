@@ -1,7 +1,8 @@
-"""Completing an elimination that is not yet a perfect one, as compiled code
-(importing this module imports Numba): each rank's upward neighbours other than its
-parent become its parent's, ranks taken in increasing order, so that what a rank
-passes on already holds what its children passed to it."""
+"""The elimination's structure as compiled code (importing this module imports
+Numba): completing an elimination that is not yet a perfect one (each rank's upward
+neighbours other than its parent become its parent's, ranks taken in increasing
+order, so that what a rank passes on already holds what its children passed to it),
+and the elimination tree's depths and heights."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from numba.typed import List
 
 from ..jit import jit
 
-__all__ = ["complete"]
+__all__ = ["complete", "depth_and_height"]
 
 
 @jit(nogil=True)
@@ -54,3 +55,24 @@ def complete(up_ptr: np.ndarray, up_head: np.ndarray, n: int):
     """The completed arcs ``(up_ptr, up_head)`` (each rank's heads sorted)."""
     return _complete(np.ascontiguousarray(up_ptr, dtype=np.int64),
                      np.ascontiguousarray(up_head, dtype=np.int32), n)
+
+
+@jit(nogil=True)
+def _depth_and_height(parent):
+    n = len(parent)
+    depth = np.zeros(n, dtype=np.int32)
+    height = np.zeros(n, dtype=np.int32)
+    for r in range(n - 1, -1, -1):          # a parent's rank is higher: done first
+        if parent[r] >= 0:
+            depth[r] = depth[parent[r]] + 1
+    for r in range(n):                      # children first
+        p = parent[r]
+        if p >= 0 and height[r] + 1 > height[p]:
+            height[p] = height[r] + 1
+    return depth, height
+
+
+def depth_and_height(parent: np.ndarray):
+    """Each rank's depth (root 0) and height (leaf 0) in the elimination tree of
+    ``parent`` (-1 at a root; a parent's rank above its child's)."""
+    return _depth_and_height(np.ascontiguousarray(parent, dtype=np.int32))

@@ -20,6 +20,11 @@ __all__ = ["build", "arcs_limit", "concat_ranges"]
 #: networks (2.8-3.2) fewer arcs from minimum degree (bench/NOTES.md)
 NESTED_DISSECTION_DEGREE = 3.3
 ORDERS = ("auto", "minimum-degree", "nested-dissection")
+#: bytes per arc the build still allocates once the factor is known: the arcs, their
+#: keys, weights and last vertices, and the customization's temporaries (measured at
+#: their peak: 102 on a 512 x 512 grid; the 4M-vertex highway grid's whole build
+#: peaked at 112 per arc, factorization included)
+BUILD_BYTES_PER_ARC = 104
 
 
 def _order_and_completion(graph: Graph):
@@ -109,21 +114,13 @@ def _close(up_ptr: np.ndarray, up_head: np.ndarray, n: int):
 
 def _tree(up_ptr: np.ndarray, up_head: np.ndarray, n: int):
     """Elimination-tree parent, depth (root 0) and height (leaf 0) of every rank."""
+    from .completion import depth_and_height
+
     has = np.diff(up_ptr) > 0
     parent = np.full(n, -1, dtype=np.int32)
     parent[has] = up_head[up_ptr[:-1][has]]
-    par = parent.tolist()
-    depth = [0] * n
-    for r in range(n - 1, -1, -1):          # a parent's rank is higher: done first
-        p = par[r]
-        if p >= 0:
-            depth[r] = depth[p] + 1
-    height = [0] * n
-    for r in range(n):                      # children first
-        p = par[r]
-        if p >= 0 and height[r] + 1 > height[p]:
-            height[p] = height[r] + 1
-    return parent, np.asarray(depth, dtype=np.int32), np.asarray(height, dtype=np.int32)
+    depth, height = depth_and_height(parent)
+    return parent, depth, height
 
 
 def _arc_index(keys: np.ndarray, lo: np.ndarray, hi: np.ndarray, n: int) -> np.ndarray:
@@ -176,6 +173,21 @@ def arcs_limit(graph: Graph) -> int:
     return config.get("phast.fill-limit") * (graph.m + graph.n)
 
 
+def _check_memory(graph: Graph, arcs: int) -> None:
+    """Refuse, before the customization allocates it, a build this process has no
+    memory for (:data:`BUILD_BYTES_PER_ARC`)."""
+    from ..memory import memory_limit
+
+    need = arcs * BUILD_BYTES_PER_ARC
+    room, who = memory_limit()
+    if need > room:
+        raise UnsupportedError(
+            f"the contraction hierarchy of graph {graph.name!r} ({arcs:,} arcs) needs "
+            f"about {need / 2**30:.1f} GiB more memory to build, but {who} "
+            f"{room / 2**30:.1f} GiB; use bellman-ford, or build it on a larger host "
+            "into the folder of mgapsp.phast.hierarchy-dir")
+
+
 def build(graph: Graph) -> Hierarchy:
     """The customized hierarchy of ``graph`` (non-negative weights)."""
     check_weights(graph)
@@ -185,6 +197,7 @@ def build(graph: Graph) -> Hierarchy:
         raise UnsupportedError(
             f"graph {graph.name!r} is not road-like: its contraction hierarchy would "
             f"have {L.nnz - n:,} arcs for {graph.m:,} edges; use bellman-ford or dijkstra")
+    _check_memory(graph, L.nnz - n)
     up_ptr, up_head = _lower_arcs(L, n)
     del L
     up_ptr, up_head = _close(up_ptr, up_head, n)

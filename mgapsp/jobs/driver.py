@@ -288,7 +288,8 @@ class _Job:
         except UnsupportedError as e:
             if self.algorithm != "auto" or self.ready:
                 raise
-            # auto took the graph for a road network, but its hierarchy fills in
+            # auto took the graph for a road network, but its hierarchy fills in (or
+            # would not fit in memory)
             log.info("%s: %s; running without a hierarchy", self.req.out, e)
             info = None
             self.plan = self.make_plan(may_build=False)
