@@ -1,7 +1,7 @@
-"""Seeded benchmark graphs: R-MAT (Graph500's Kronecker parameters), grids with holes,
-Delaunay meshes of random points; written as DIMACS ``.gr`` (with a ``.co`` file of
-coordinates where the graph has them), which ``mgapsp run`` and ``mgapsp.read_graph``
-read.
+"""Seeded benchmark graphs: R-MAT (Graph500's Kronecker parameters), grids with holes
+(and with a faster "highway" network over them), Delaunay meshes of random points;
+written as DIMACS ``.gr`` (with a ``.co`` file of coordinates where the graph has
+them), which ``mgapsp run`` and ``mgapsp.read_graph`` read.
 
 Graphs of a million vertices and more are made on the machine that runs the
 benchmark, never committed::
@@ -9,6 +9,7 @@ benchmark, never committed::
     python bench/generators.py rmat --scale 20 -o /tmp/rmat20.gr
     python bench/generators.py grid --side 1000 -o /tmp/grid1000.gr
     python bench/generators.py delaunay --points 1000000 -o /tmp/del1m.gr
+    python bench/generators.py highway --side 2000 -o /tmp/highway2000.gr
 
 In Python each generator returns a :class:`Generated` (arcs as arrays), whose
 ``csr()`` is what ``mgapsp.apsp`` and SciPy take.
@@ -97,6 +98,26 @@ def grid(side: int, *, drop: float = 0.1, weights: tuple[int, int] = (10, 999),
                      np.concatenate([w, w]), np.stack([c, r], axis=1).astype(np.float64))
 
 
+def highway(side: int, *, every: int = 50, speedup: int = 4, drop: float = 0.1,
+            weights: tuple[int, int] = (10, 999), seed: int = 1) -> Generated:
+    """:func:`grid` with a faster network over it: the edges along every ``every``-th
+    row and column (never removed) weigh ``speedup`` times less, as roads of a higher
+    class do (a hierarchy must find them, as it finds a country's motorways)."""
+    g = grid(side, drop=0.0, weights=weights, seed=seed)
+    rng = np.random.default_rng(seed + 1)
+    r_t, c_t = np.divmod(g.tail, side)
+    r_h, c_h = np.divmod(g.head, side)
+    fast = ((r_t == r_h) & (r_t % every == 0)) | ((c_t == c_h) & (c_t % every == 0))
+    undirected = g.tail < g.head
+    keep = fast | (rng.random(len(g.tail)) >= drop)
+    keep = keep & undirected
+    tail, head = g.tail[keep], g.head[keep]
+    w = np.where(fast[keep], np.maximum(1, g.weight[keep] // speedup), g.weight[keep])
+    return Generated(f"highway{side}-every{every}-x{speedup}-s{seed}", side * side,
+                     np.concatenate([tail, head]), np.concatenate([head, tail]),
+                     np.concatenate([w, w]), g.coords)
+
+
 def delaunay(points: int, *, extent: float = 1e6, seed: int = 1) -> Generated:
     """The Delaunay triangulation of ``points`` uniform random points in a square of
     side ``extent``, undirected, each edge weighing its Euclidean length rounded up
@@ -139,15 +160,17 @@ def write_dimacs(g: Generated, path) -> Path:
 
 
 def make(kind: str, **options) -> Generated:
-    return {"rmat": rmat, "grid": grid, "delaunay": delaunay}[kind](**options)
+    return {"rmat": rmat, "grid": grid, "highway": highway,
+            "delaunay": delaunay}[kind](**options)
 
 
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("kind", choices=["rmat", "grid", "delaunay"])
+    ap.add_argument("kind", choices=["rmat", "grid", "highway", "delaunay"])
     ap.add_argument("--scale", type=int, default=20, help="rmat: 2**scale vertices")
     ap.add_argument("--edge-factor", type=int, default=8, help="rmat: arcs per vertex")
-    ap.add_argument("--side", type=int, default=1000, help="grid: side x side vertices")
+    ap.add_argument("--side", type=int, default=1000,
+                    help="grid, highway: side x side vertices")
     ap.add_argument("--drop", type=float, default=0.1, help="grid: edges removed")
     ap.add_argument("--points", type=int, default=1_000_000, help="delaunay: vertices")
     ap.add_argument("--seed", type=int, default=1)
@@ -155,6 +178,7 @@ def main(argv=None) -> None:
     args = ap.parse_args(argv)
     options = {"rmat": dict(scale=args.scale, edge_factor=args.edge_factor),
                "grid": dict(side=args.side, drop=args.drop),
+               "highway": dict(side=args.side, drop=args.drop),
                "delaunay": dict(points=args.points)}[args.kind]
     t0 = time.perf_counter()
     g = make(args.kind, seed=args.seed, **options)

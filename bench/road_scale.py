@@ -79,7 +79,6 @@ SOURCES = {"highway2000": 1024}
 CHECK = 6                   # rows of each method compared with SciPy
 OD = 1000
 
-_PEER: dict = {}            # RoutingKit's metric and targets, made before the fork
 
 
 def load(name: str):
@@ -137,34 +136,6 @@ def peak_rss_gb() -> float:
 
 # -- RoutingKit ---------------------------------------------------------------------
 
-def _peer_rows(args):
-    sources, key, keep = args
-    import routingkit_cch as rk
-
-    qkey = ("query", key)
-    if qkey not in _PEER:
-        _PEER[qkey] = rk.CCHOneToMany(_PEER["metric"], _PEER[key])
-    query = _PEER[qkey]
-    kept = {}
-    for s in sources:
-        row = query.distances_from(int(s))
-        if int(s) in keep:
-            kept[int(s)] = np.array([np.inf if x is None else x for x in row])
-    return kept
-
-
-def _peer_queries(pool, workers, sources, key, keep, repeats):
-    chunks = [(part, key, set(int(k) for k in keep))
-              for part in np.array_split(sources, workers * 4) if len(part)]
-    times, kept = [], {}
-    for _ in range(repeats):
-        t = time.perf_counter()
-        for rows in pool.imap_unordered(_peer_rows, chunks):
-            kept.update(rows)
-        times.append(time.perf_counter() - t)
-    return statistics.median(times), kept
-
-
 def _rk_build(order_of, n, tail, head, weights, coords, conn) -> None:
     """Child process: RoutingKit's order, CCH and customization, each timed."""
     import routingkit_cch as rk
@@ -185,6 +156,7 @@ def _degree(rk, n, tail, head, coords):
 
 
 def peer(name: str, parts: Path, workers: int, degree_limit: float, repeats: int) -> None:
+    import road_bench
     import routingkit_cch as rk
 
     gen, csr, graph = load(name)
@@ -208,16 +180,19 @@ def peer(name: str, parts: Path, workers: int, degree_limit: float, repeats: int
     t_custom = time.perf_counter() - t
     part.add("build inertial", order_s=t_order, cch_s=t_cch, customization_s=t_custom,
              total_s=t_order + t_cch + t_custom, peak_rss_gb=peak_rss_gb())
-    _PEER.update(metric=metric, all=list(range(gen.n)), od=od_tgt.tolist())
+    # the queries of bench/road_bench.py, its workers forked with the metric
+    road_bench._PEER.update(metric=metric, all=list(range(gen.n)), od=od_tgt.tolist())
     with mp.get_context("fork").Pool(workers) as pool:
-        secs, rows = _peer_queries(pool, workers, many, "all", many[:CHECK], 1)
+        secs, rows = road_bench.peer_time(pool, workers, many, "all", many[:CHECK], 1)
         check(rows, ref, "RoutingKit, many x all")
         part.add("many x all", seconds=secs, sources=len(many), workers=workers)
         if name not in SOURCES:
-            secs, rows = _peer_queries(pool, workers, od_src, "od", od_src[:CHECK], repeats)
+            secs, rows = road_bench.peer_time(pool, workers, od_src, "od", od_src[:CHECK],
+                                              repeats)
             check(rows, ref, "RoutingKit, OD", od_tgt)
             part.add("od", seconds=secs, sources=OD, targets=OD, workers=workers)
-    del cch, metric, _PEER["metric"]
+    del cch, metric
+    road_bench._PEER.clear()
     ctx = mp.get_context("fork")
     recv, send = ctx.Pipe(duplex=False)
     child = ctx.Process(target=_rk_build, args=(_degree, gen.n, tail, head, weights,

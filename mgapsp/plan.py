@@ -34,10 +34,14 @@ DENSE_FRACTION = 0.1
 #: Largest graph for which auto picks Floyd-Warshall: the n*n matrix stays small.
 DENSE_MAX_VERTICES = {"cpu": 4096, "gpu": 16384}
 #: Sources from which ``auto`` builds a road network's contraction hierarchy to run
-#: phast on GPUs.  The build pays off past build / (Bellman-Ford - PHAST per source):
-#: 1.8 s / (140 - 5.6 us) = 13,000 sources on NY, 0.065 s / (7.6 - 0.45 us) = 9,100 on
-#: Austin; larger road networks cross over sooner (Bellman-Ford per source grows with
-#: their hop diameter, the build does not).
+#: phast on GPUs.  The build pays off past build / (Bellman-Ford - PHAST per source),
+#: measured on an H200 and its 16 cores (bench/road-scale-*.md): NY 2.5 s / (139 - 5.5
+#: us) = 18,600 sources; the 1000 x 1000 grid 31 s / (13.0 - 0.05 ms) = 2,400; the 4M
+#: highway grid 174 s / (17.4 - 0.36 ms) = 10,200; Austin 0.065 s / (7.6 - 0.45 us) =
+#: 9,100.  Neither the size nor the hop diameter orders those crossovers (the
+#: highways make Bellman-Ford converge in fewer rounds), so one count that is past all
+#: but NY's: there a job of 16,384 rows costs 13% more than Bellman-Ford, and the
+#: hierarchy is kept for the next job.
 AUTO_BUILD_SOURCES = 16384
 #: The same on the CPU, whose Dijkstra costs far more per source than PHAST's sweep:
 #: NY, 4,096 sources on 2 cores, Dijkstra 68.9 s against a 2.3 s build and a 11.5 s
@@ -135,10 +139,11 @@ def _auto(graph: Graph, backend: str, n_sources: int, hierarchy_ready: bool,
 #: the shape ``auto`` takes for a road network worth building a hierarchy for: the
 #: road networks measured have a mean (undirected) degree of 2.8-3.2, at most 10
 #: neighbours, and a hop eccentricity of 0.85-1.3 times the square root of their
-#: size; street grids (degree up to 4) sweep 15x faster than Bellman-Ford once built;
-#: social graphs (Gnutella, co-authorships: eccentricity <= 0.26 sqrt(n), hubs of
-#: 80-500) and Delaunay meshes (degree 6, whose hierarchies cost seconds and sweep
-#: only 4x faster than Bellman-Ford) fail one of them
+#: size; street grids (degree up to 4) sweep 15x (256 x 256) to 245x (1000 x 1000)
+#: faster than Bellman-Ford once built; social graphs (Gnutella, co-authorships:
+#: eccentricity <= 0.26 sqrt(n), hubs of 80-500) fail them, and so do Delaunay meshes
+#: (degree 6, eccentricity 0.43 sqrt(n)), which are not road networks though their
+#: hierarchies sweep fast at a million vertices (``phast`` asked for by name)
 ROAD_MEAN_DEGREE = 4.0
 ROAD_MAX_DEGREE = 16
 ROAD_HOPS = 0.7
