@@ -390,8 +390,24 @@ def _histogram_words(h) -> str:
             f"{h.unreachable:,} of {h.pairs:,} pairs unreachable")
 
 
+class _Store(click.Path):
+    """A store argument: a folder that exists, or a place in object storage
+    (``s3://bucket/out.zarr``), which the command itself then looks at."""
+
+    def __init__(self):
+        super().__init__(exists=True, file_okay=False)
+
+    def convert(self, value, param, ctx):
+        from .store import is_url
+
+        return value if is_url(value) else super().convert(value, param, ctx)
+
+
+STORE = _Store()
+
+
 @main.command()
-@click.argument("store", type=click.Path(exists=True, file_okay=False))
+@click.argument("store", type=STORE)
 def info(store):
     """Describe a store: the graph, the options and the progress."""
     from .store import Store, store_size
@@ -445,7 +461,7 @@ def info(store):
 
 
 @main.command()
-@click.argument("store", type=click.Path(exists=True, file_okay=False))
+@click.argument("store", type=STORE)
 @click.option("--samples", type=click.IntRange(min=1), default=64, show_default=True,
               help="Rows to recompute, drawn at random from the finished batches.")
 @click.option("--all", "all_rows", is_flag=True, help="Recompute every row.")
@@ -485,7 +501,7 @@ def verify(store, samples, all_rows, seed):
 
 
 @main.command()
-@click.argument("store", type=click.Path(exists=True, file_okay=False))
+@click.argument("store", type=STORE)
 @_cluster_options
 def repair(store, backend, scheduler, scheduler_file, tls_ca_file, tls_cert, tls_key,
            gpus, workers, dashboard):
@@ -518,7 +534,7 @@ def repair(store, backend, scheduler, scheduler_file, tls_ca_file, tls_cert, tls
 
 
 @main.command()
-@click.argument("store", type=click.Path(exists=True, file_okay=False))
+@click.argument("store", type=STORE)
 @click.argument("u")
 @click.argument("v")
 def path(store, u, v):

@@ -226,4 +226,5 @@ class Result:
             import xarray
         except ImportError:
             raise MgapspError("to_xarray needs xarray: pip install xarray") from None
-        return xarray.open_zarr(self.location, consolidated=False)
+        # the store Zarr already opened: a path, or the objects of an s3:// store
+        return xarray.open_zarr(self.group.store_path.store, consolidated=False)

@@ -31,7 +31,8 @@ from ..algorithms import needs_hierarchy
 from ..errors import Float32Inexact, MgapspError, UnsupportedError
 from ..graph import Graph
 from ..plan import float64_after, fw_by_slabs, owner_of_rows, plan_job
-from ..store import Store, StoreLock, check_target, damaged_batches, new_run_id, store_size
+from ..store import (Store, StoreLock, check_target, damaged_batches, location, new_run_id,
+                     store_size)
 from . import fw_slabs
 from .cluster import ConfigPlugin
 from .dashboard import reporting
@@ -281,7 +282,7 @@ class _Job:
         if not needs_hierarchy(self.plan.algorithm, self.plan.cpu_algorithm):
             return
         fut = self.client.submit(compute_hierarchy, self.req.graph,
-                                 os.path.abspath(self.req.out),
+                                 location(self.req.out),
                                  key=f"apsp-hierarchy-{self.token}")
         try:
             info = self.wait(fut, "the contraction hierarchy was not built")

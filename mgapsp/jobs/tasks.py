@@ -26,7 +26,7 @@ from ..reductions import HISTOGRAM_BINS, lone_reductions, metric_values
 from ..devices import gpu_count
 from ..errors import MgapspError
 from ..graph import Graph
-from ..store import Store
+from ..store import Store, is_url, location
 
 __all__ = ["run_batch", "job_store", "prepare_backend", "compute_potentials", "compute_hierarchy",
            "hierarchy_dir",
@@ -61,7 +61,7 @@ class _Run:
 
 def _run(store_path: str, fingerprint: str, run: str) -> _Run:
     """The run ``run``'s store and inputs, opened once per process (one run at a time)."""
-    key = (os.path.abspath(store_path), fingerprint, run)
+    key = (location(store_path), fingerprint, run)
     with _LOCK:
         if key not in _RUNS:
             _RUNS.clear()
@@ -281,6 +281,10 @@ def hierarchy_dir(store_path: str) -> Path:
     where = config.get("phast.hierarchy-dir")
     if where:
         return Path(where)
+    if is_url(store_path):
+        # object storage is no folder to keep files in: each host keeps its own
+        cache = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+        return Path(cache) / "mgapsp" / "hierarchies"
     return Path(os.path.abspath(store_path)).parent / "mgapsp-hierarchies"
 
 

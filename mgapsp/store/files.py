@@ -19,6 +19,8 @@ from typing import Callable
 import numpy as np
 import zarr
 
+from .objects import bucket_of
+
 _SHUFFLE = {"noshuffle": 0, "shuffle": 1, "bitshuffle": 2}
 #: the suffix of a file being written, renamed into place once whole
 PARTIAL = ".partial"
@@ -86,9 +88,17 @@ class ChunkLayout:
         self._record_layout: ChunkLayout | None = None
         store = arr.store_path.store
         self.root = Path(store.root) if isinstance(store, LocalStore) else None
+        #: the store's objects, where it is in object storage (:mod:`.objects`)
+        self.objects = bucket_of(store)
         self.chunks = arr.chunks        # a shard's inner chunks, where sharded
         self.fill = arr.fill_value
         self.dtype = np.dtype(arr.dtype)
+
+    @property
+    def stored_whole(self) -> bool:
+        """Whether its chunks (shards) are files or objects this module writes and
+        reads itself (else only Zarr knows them)."""
+        return self.root is not None or self.objects is not None
 
     def encode(self, tile: np.ndarray):
         """A whole chunk's stored bytes."""
@@ -145,7 +155,12 @@ class ChunkLayout:
         return len(data)
 
     def store_set(self, key: str, data) -> None:
-        """``data`` under ``key``, through the store (not a local one)."""
+        """``data`` under ``key``, through the store (not a local one): in object
+        storage one PUT from this thread (not through Zarr's event loop, which one
+        thread runs for the whole process)."""
+        if self.objects is not None:
+            self.objects.put(key, data)
+            return
         from zarr.core.buffer import default_buffer_prototype
         from zarr.core.sync import sync
 

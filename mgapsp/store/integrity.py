@@ -49,7 +49,7 @@ def damaged_batches(store: Store, batches=None, *, deep: bool = False,
             if problem:
                 return problem
         for lay in metrics:
-            if lay.ok and lay.root is not None:
+            if lay.ok and lay.stored_whole:
                 problem = _check_chunk_file(lay, lay.key((b,)), deep)
                 if problem:
                     return problem
@@ -77,7 +77,7 @@ def batch_ranges(batches) -> list[str]:
 def _check_row(lay: ChunkLayout, row: int, deep: bool) -> str | None:
     """What is wrong with the stored row of chunks ``row`` of ``lay``'s array."""
     arr = lay.arr
-    if not lay.ok or lay.root is None:
+    if not lay.ok or not lay.stored_whole:
         return _check_by_reading(arr, row) if deep else None
     n_cols = -(-arr.shape[1] // lay.chunks[1])
     if lay.shard is None:
@@ -99,18 +99,33 @@ def _check_row(lay: ChunkLayout, row: int, deep: bool) -> str | None:
     return None
 
 
-def _read(path, offset: int = 0, size: int | None = None) -> bytes:
-    with open(path, "rb") as fh:
+def _where(lay: ChunkLayout, key: str):
+    """Where the chunk (or shard) ``key`` of ``lay``'s array is: a file, or an object."""
+    return lay.root / key if lay.root is not None else (lay.objects, key)
+
+
+def _read(where, offset: int = 0, size: int | None = None) -> bytes:
+    if isinstance(where, tuple):
+        objects, key = where
+        data = objects.get(key, None if size is None and offset == 0 else offset, size)
+        return b"" if data is None else (data if size is None else data[:size])
+    with open(where, "rb") as fh:
         fh.seek(offset)
         return fh.read() if size is None else fh.read(size)
 
 
-def _size(path, key: str) -> tuple[int, str | None]:
-    """The file's size, and what is wrong where it is missing or empty."""
-    try:
-        size = os.stat(path).st_size
-    except FileNotFoundError:
-        return 0, f"{key} is missing"
+def _size(where, key: str) -> tuple[int, str | None]:
+    """The file's (or object's) size, and what is wrong where it is missing or empty."""
+    if isinstance(where, tuple):
+        meta = where[0].head(where[1])
+        if meta is None:
+            return 0, f"{key} is missing"
+        size = meta.size
+    else:
+        try:
+            size = os.stat(where).st_size
+        except FileNotFoundError:
+            return 0, f"{key} is missing"
     return size, (f"{key} is empty" if size == 0 else None)
 
 
@@ -121,10 +136,10 @@ def _recorded_crcs(lay: ChunkLayout, row: int) -> tuple[bytes | None, str | None
         return None, None
     rec = lay.record_layout()
     key = rec.key((row, 0))
-    size, problem = _size(rec.root / key, key)
+    size, problem = _size(_where(rec, key), key)
     if problem:
         return None, problem
-    data = _read(rec.root / key)
+    data = _read(_where(rec, key))
     if _check_chunk(rec, data, key) or len(data) != 4 * rec.chunks[1] + 4:
         return None, f"{key}: the record of its chunks' checksums is damaged"
     return data[:-4], None
@@ -133,7 +148,7 @@ def _recorded_crcs(lay: ChunkLayout, row: int) -> tuple[bytes | None, str | None
 def _check_chunk_file(lay: ChunkLayout, key: str, deep: bool,
                       recorded: bytes | None = None) -> str | None:
     """What is wrong with a chunk file; ``recorded``: the CRC its batch recorded."""
-    path = lay.root / key
+    path = _where(lay, key)
     size, problem = _size(path, key)
     if problem:
         return problem
@@ -169,7 +184,7 @@ def _check_chunk(lay: ChunkLayout, data: bytes, where: str) -> str | None:
 def _check_shard(lay: ChunkLayout, coords: tuple, n_chunks: int, per: int,
                  deep: bool) -> str | None:
     key = lay.key(coords)
-    path = lay.root / key
+    path = _where(lay, key)
     tail = 16 * per + 4
     ident = lay.identity.SIZE if lay.identity is not None else 0
     size, problem = _size(path, key)

@@ -40,6 +40,7 @@ from ..errors import ResumeMismatchError, StoreError
 from ..graph import Graph
 from ..plan import METRICS, JobPlan
 from ..reductions import HISTOGRAM_BINS, DistanceHistogram, distance_histogram
+from .objects import bucket, is_url
 
 __all__ = ["Store", "FORMAT_VERSION", "package_versions", "store_state", "check_target",
            "prepare_path", "foreign_entries"]
@@ -90,18 +91,43 @@ def store_state(path) -> str:
     its workers wrote it), ``"foreign"`` (a directory that is not an mgapsp store),
     ``"creating"`` (an mgapsp store whose creation did not finish) or ``"ready"``."""
     path = os.fspath(path)
+    if is_url(path):
+        return _objects_state(path)
     if not os.path.lexists(path):
         return "absent"
     if not os.path.isdir(path):
         return "file"
     try:
         with open(os.path.join(path, "zarr.json"), "rb") as fh:
-            meta = json.loads(fh.read())
+            raw = fh.read()
     except FileNotFoundError:
         if not os.listdir(path):
             return "empty"
         return "remains" if _only_empty_members(path) else "foreign"
-    except (OSError, ValueError):
+    except OSError:
+        return "foreign"
+    return _state_of(raw)
+
+
+def _objects_state(url: str) -> str:
+    """:func:`store_state` in object storage, where no folder exists without objects:
+    nothing there is ``"absent"``, objects of a store's members without its
+    ``zarr.json`` (a store deleted while its workers wrote it) ``"remains"``."""
+    b = bucket(url)
+    raw = b.get("zarr.json")
+    if raw is None:
+        names = b.top()
+        if not names:
+            return "absent"
+        return "remains" if set(names) <= STORE_MEMBERS else "foreign"
+    return _state_of(raw)
+
+
+def _state_of(raw: bytes) -> str:
+    """The state of a store whose root ``zarr.json`` holds ``raw``."""
+    try:
+        meta = json.loads(raw)
+    except ValueError:
         return "foreign"
     attrs = meta.get("attributes") if isinstance(meta, dict) else None
     if (not isinstance(attrs, dict) or meta.get("node_type") != "group"
@@ -130,7 +156,7 @@ def check_target(path, *, resume: bool = False, overwrite: bool = False) -> str:
     state = store_state(path)
     if state in ("absent", "empty", "remains"):
         return state
-    if os.path.islink(path) and not resume:
+    if not is_url(path) and os.path.islink(path) and not resume:
         raise StoreError(f"{path} is a symbolic link; give the store's own path "
                          "(nothing was deleted)")
     if state == "file":
@@ -162,6 +188,9 @@ def foreign_entries(path) -> list[str]:
     """Names at the top of the store at ``path`` that mgapsp did not make (a user's
     own file or folder put there): anything but ``zarr.json`` and the folders of the
     store's members."""
+    if is_url(path):
+        return [name for name in bucket(path).top()
+                if name != "zarr.json" and name not in STORE_MEMBERS]
     return [entry.name for entry in sorted(os.scandir(path), key=lambda e: e.name)
             if not (entry.name == "zarr.json" and entry.is_file(follow_symlinks=False)
                     or entry.name in STORE_MEMBERS
@@ -172,6 +201,13 @@ def prepare_path(path, *, overwrite: bool, run_id: str = "") -> None:
     """Make room for a new store at ``path`` (see :func:`check_target`), removing the
     mgapsp store there with ``overwrite``."""
     if check_target(path, overwrite=overwrite) in ("absent", "empty"):
+        return
+    if is_url(path):
+        # no rename in object storage: the root's zarr.json goes first, so that a
+        # worker of the old run finds no store to write into (its guard reads it)
+        b = bucket(path)
+        b.delete(["zarr.json"])
+        b.delete([m.key for m in b.list()])
         return
     # an mgapsp store, or the empty folders left of one deleted while it was written
     # moved aside first, so that a worker of the old run finds no store to write into
@@ -217,7 +253,7 @@ class Store:
             raise StoreError(f"{path}: a store whose creation did not finish (its run "
                              "stopped); run the job again with --resume or --overwrite")
         try:
-            group = zarr.open_group(path, mode=mode)
+            group = zarr.open_group(_zarr_place(path, read_only=mode == "r"), mode=mode)
         except Exception as exc:  # zarr raises several types for unreadable metadata
             raise StoreError(f"{path}: cannot open as a Zarr group: {_clip(exc)}") from exc
         version = group.attrs["format_version"]
@@ -268,6 +304,8 @@ class Store:
 
     @classmethod
     def exists(cls, path) -> bool:
+        if is_url(path):
+            return bucket(path).head("zarr.json") is not None
         return os.path.exists(os.path.join(os.fspath(path), "zarr.json"))
 
     @classmethod
@@ -289,11 +327,11 @@ class Store:
         marker = {"format_version": FORMAT_VERSION, "fingerprint": graph.fingerprint,
                   "state": "creating", "run": _run_record(run_id)}
         try:
-            group = zarr.open_group(path, mode="w-", attributes=marker)
+            group = zarr.open_group(_zarr_place(path), mode="w-", attributes=marker)
             cls._fill(group, graph, plan, potentials, compression, shards, run_id)
         except BaseException as exc:
             # nothing is left of a store that could not be made
-            shutil.rmtree(path, ignore_errors=True)
+            _remove(path)
             if isinstance(exc, OSError):
                 raise StoreError(f"{exc.filename or path}: cannot create the store: "
                                  f"{exc.strerror or exc}") from None
@@ -631,6 +669,8 @@ class Store:
         """Remove files that writers left half written (a killed worker's); the count."""
         from .files import PARTIAL
 
+        if is_url(self.path):
+            return 0            # an object is put whole or not at all: none is partial
         n = 0
         for f in Path(self.path).rglob(f"*{PARTIAL}"):
             try:
@@ -691,5 +731,26 @@ def _write_array(group, name, data, dims):
 
 
 def store_size(path) -> int:
-    """Bytes the store takes on disk."""
+    """Bytes the store takes on disk (or in object storage)."""
+    if is_url(path):
+        return sum(m.size for m in bucket(path).list())
     return sum(f.stat().st_size for f in Path(path).rglob("*") if f.is_file())
+
+
+def _zarr_place(path, read_only: bool = False):
+    """What Zarr opens for the store at ``path``: the path, or for a URL the store of
+    its objects."""
+    return bucket(path).zarr_store(read_only) if is_url(path) else path
+
+
+def _remove(path) -> None:
+    """Delete what is at ``path`` (a store that could not be made), errors aside."""
+    if not is_url(path):
+        shutil.rmtree(path, ignore_errors=True)
+        return
+    try:
+        b = bucket(path)
+        b.delete(["zarr.json"])
+        b.delete([m.key for m in b.list()])
+    except StoreError:
+        pass

@@ -8,6 +8,11 @@ it.  The holder refreshes the file's time while it runs; a lock whose process is
 it) or whose time is older than ``mgapsp.store.lock-stale`` seconds (another host) is
 stale, and the next run takes it over.
 
+In object storage (``s3://``) the lock is the object ``STORE.lock`` beside the store,
+created with ``If-None-Match: *`` (again exactly one of two runs gets it) and
+refreshed by replacing it with ``If-Match`` its own version, so that a run that took
+it over makes the holder's next refresh fail (:class:`ObjectStoreLock`).
+
 The lock stops a second client; it cannot stop the workers of a client that died,
 which may still be finishing batches.  So the run's id is also written in the store
 (``attrs["run"]``), and a worker checks it (:class:`RunGuard`) right before it puts
@@ -26,8 +31,10 @@ from pathlib import Path
 
 from .. import config
 from ..errors import StoreError
+from .objects import Meta, bucket, is_url, location
 
-__all__ = ["StoreLock", "RunGuard", "lock_path", "new_run_id", "process_start"]
+__all__ = ["StoreLock", "ObjectStoreLock", "RunGuard", "lock_path", "new_run_id",
+           "process_start"]
 
 
 def new_run_id() -> str:
@@ -74,8 +81,14 @@ class StoreLock:
 
     :meth:`acquire` raises :class:`~mgapsp.errors.StoreError` naming the holder when
     a live run holds it.  While held, a thread refreshes it; :attr:`lost` says whether
-    another run took it over meanwhile (after this one looked stale).
+    another run took it over meanwhile (after this one looked stale).  For a store in
+    object storage it is an :class:`ObjectStoreLock`.
     """
+
+    def __new__(cls, store_path, run_id: str):
+        if cls is StoreLock and is_url(os.fspath(store_path)):
+            cls = ObjectStoreLock
+        return super().__new__(cls)
 
     def __init__(self, store_path, run_id: str):
         self.store = os.fspath(store_path)
@@ -103,9 +116,8 @@ class StoreLock:
 
     def stale_reason(self, record: dict) -> str | None:
         """Why the lock ``record`` no longer holds, or None while its run lives."""
-        try:
-            age = time.time() - self.path.stat().st_mtime
-        except FileNotFoundError:
+        age = self._age()
+        if age is None:
             return "gone"
         pid = record.get("pid")
         if record.get("host") == socket.gethostname() and isinstance(pid, int):
@@ -122,6 +134,42 @@ class StoreLock:
             return f"not refreshed for {age:.0f} s"
         return None
 
+    def _age(self) -> float | None:
+        """Seconds since the lock was last refreshed; None where it is gone."""
+        try:
+            return time.time() - self.path.stat().st_mtime
+        except FileNotFoundError:
+            return None
+
+    def _start_refreshing(self) -> None:
+        self.held = True
+        self._thread = threading.Thread(target=self._refresh, daemon=True,
+                                        name="mgapsp-store-lock")
+        self._thread.start()
+
+    def _refused(self, record: dict) -> StoreError:
+        """The error for a lock that a live run holds (``record``, or ``{}``: not
+        readable as one of ours)."""
+        if not record:
+            return StoreError(
+                f"{self.path} holds no run's record (one being written, or a file that "
+                f"is not mgapsp's); wait for that run, or delete it if no run uses "
+                f"{self.store}")
+        return StoreError(
+            f"{self.store} is in use by run {record.get('run', '?')} on "
+            f"{record.get('host', '?')} (process {record.get('pid', '?')}, started "
+            f"{record.get('started', '?')}); wait for it, or delete {self.path} if that "
+            "run is gone")
+
+    def _contended(self) -> StoreError:
+        return StoreError(f"{self.path}: could not take the store's lock (other runs keep "
+                          "taking it); try again")
+
+    @staticmethod
+    def _every() -> float:
+        """Seconds between two refreshes of a held lock."""
+        return max(1.0, config.get("store.lock-stale") / 4)
+
     def acquire(self) -> "StoreLock":
         self.path.parent.mkdir(parents=True, exist_ok=True)
         data = json.dumps(self._record()).encode()
@@ -136,18 +184,8 @@ class StoreLock:
                 record = self.holder()
                 if record is None:
                     continue        # released meanwhile: try again
-                why = self.stale_reason(record)
-                if why is None and not record:
-                    raise StoreError(
-                        f"{self.path} holds no run's record (one being written, or a "
-                        f"file that is not mgapsp's); wait for that run, or delete it if "
-                        f"no run uses {self.store}") from None
-                if why is None:
-                    raise StoreError(
-                        f"{self.store} is in use by run {record.get('run', '?')} on "
-                        f"{record.get('host', '?')} (process {record.get('pid', '?')}, "
-                        f"started {record.get('started', '?')}); wait for it, or delete "
-                        f"{self.path} if that run is gone") from None
+                if self.stale_reason(record) is None:
+                    raise self._refused(record) from None
                 # of two runs taking a stale lock over, only one renames it away
                 aside = self.path.with_name(f"{self.path.name}.stale-{self.run_id}")
                 try:
@@ -163,17 +201,12 @@ class StoreLock:
                 os.write(fd, data)
             finally:
                 os.close(fd)
-            self.held = True
-            self._thread = threading.Thread(target=self._refresh, daemon=True,
-                                            name="mgapsp-store-lock")
-            self._thread.start()
+            self._start_refreshing()
             return self
-        raise StoreError(f"{self.path}: could not take the store's lock (other runs keep "
-                         "taking it); try again")
+        raise self._contended()
 
     def _refresh(self) -> None:
-        every = max(1.0, config.get("store.lock-stale") / 4)
-        while not self._stop.wait(every):
+        while not self._stop.wait(self._every()):
             record = self.holder()
             if record and record.get("run") != self.run_id:
                 self.lost = (f"run {record.get('run')} on {record.get('host')} took "
@@ -215,6 +248,104 @@ class StoreLock:
         self.release()
 
 
+class ObjectStoreLock(StoreLock):
+    """The lock of a store in object storage: the object ``STORE.lock`` beside it.
+
+    Of two runs creating it at once exactly one succeeds (``If-None-Match: *``).  Its
+    holder replaces it every ``lock-stale / 4`` seconds, on the condition that it is
+    still the version it wrote (``If-Match``): its age is the server's time of that
+    last write, and a run that took a stale lock over (with ``If-Match`` the stale
+    version, so that of two such runs only one can) makes the old holder's next
+    refresh fail, which marks the lock :attr:`lost`.
+    """
+
+    def __init__(self, store_path, run_id: str):
+        self.store = location(store_path)
+        self.objects = bucket(self.store)
+        self.key = self.objects.beside(".lock")
+        self.path = f"{self.store}.lock"
+        self.run_id = run_id
+        self.held = False
+        self.lost: str | None = None
+        self._tag: str | None = None        # the version this run wrote last
+        self._seen: Meta | None = None      # the version last read
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def _read(self) -> tuple[dict | None, Meta | None]:
+        meta = self._seen = self.objects.head(at=self.key)
+        if meta is None:
+            return None, None
+        raw = self.objects.get(at=self.key)
+        if raw is None:
+            return None, None
+        try:
+            record = json.loads(raw)
+        except ValueError:
+            return {}, meta
+        return (record if isinstance(record, dict) else {}), meta
+
+    def holder(self) -> dict | None:
+        return self._read()[0]
+
+    def _age(self) -> float | None:
+        # the age of the version whose record was read, not of whatever is there now
+        # (another run may have replaced it since)
+        meta = self._seen
+        return None if meta is None else time.time() - meta.modified
+
+    def acquire(self) -> "ObjectStoreLock":
+        data = json.dumps(self._record()).encode()
+        for _ in range(3):
+            try:
+                self._tag = self.objects.put("", data, mode="create", at=self.key)
+            except FileExistsError:
+                record, meta = self._read()
+                if record is None:
+                    continue        # released meanwhile: try again
+                if record.get("run") == self.run_id:
+                    self._tag = meta.e_tag  # this run's own create, its reply lost
+                elif self.stale_reason(record) is None:
+                    raise self._refused(record) from None
+                else:
+                    try:    # over the stale version only: of two runs, one gets it
+                        self._tag = self.objects.put("", data, mode={"e_tag": meta.e_tag},
+                                                     at=self.key)
+                    except (InterruptedError, FileExistsError):
+                        continue
+            self._start_refreshing()
+            return self
+        raise self._contended()
+
+    def _refresh(self) -> None:
+        data = json.dumps(self._record()).encode()
+        while not self._stop.wait(self._every()):
+            try:
+                self._tag = self.objects.put("", data, mode={"e_tag": self._tag},
+                                             at=self.key)
+            except InterruptedError:
+                record = self.holder()
+                self.lost = (f"{self.path} was deleted" if record is None else
+                             f"run {record.get('run')} on {record.get('host')} took "
+                             f"{self.store} over")
+                return
+            except StoreError:
+                pass            # the server out of reach for now: the next refresh
+
+    def release(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+        if self.held and not self.lost:
+            try:
+                meta = self.objects.head(at=self.key)
+                if meta is not None and meta.e_tag == self._tag:
+                    self.objects.delete(at=self.key)
+            except StoreError:
+                pass        # left to go stale; the job's own error is the one to show
+        self.held = False
+
+
 class RunGuard:
     """Raises :class:`~mgapsp.errors.StoreError` unless the store at ``store_path``
     still belongs to run ``run_id``.  Cheap to call before every file a worker puts
@@ -223,22 +354,40 @@ class RunGuard:
 
     def __init__(self, store_path, run_id: str):
         self.store = os.fspath(store_path)
-        self.file = os.path.join(self.store, "zarr.json")
+        self.objects = bucket(self.store) if is_url(self.store) else None
+        self.file = (f"{self.store}/zarr.json" if self.objects
+                     else os.path.join(self.store, "zarr.json"))
         self.run_id = run_id
         self._seen: tuple | None = None
 
-    def __call__(self) -> None:
+    def _version(self) -> tuple | None:
+        """What tells one ``zarr.json`` from the next: its inode and time on disk, its
+        ETag in object storage; None where it is gone."""
+        if self.objects is not None:
+            meta = self.objects.head("zarr.json")
+            return None if meta is None else (meta.e_tag, meta.size)
         try:
             st = os.stat(self.file)
         except FileNotFoundError:
+            return None
+        return (st.st_ino, st.st_mtime_ns, st.st_size)
+
+    def __call__(self) -> None:
+        key = self._version()
+        if key is None:
             raise StoreError(f"{self.store} was removed while run {self.run_id} wrote "
-                             "it; this worker stops writing") from None
-        key = (st.st_ino, st.st_mtime_ns, st.st_size)
+                             "it; this worker stops writing")
         if key == self._seen:
             return
         try:
-            with open(self.file, "rb") as fh:
-                attrs = json.loads(fh.read()).get("attributes", {})
+            if self.objects is not None:
+                raw = self.objects.get("zarr.json")
+                if raw is None:
+                    raise OSError(self.file)
+            else:
+                with open(self.file, "rb") as fh:
+                    raw = fh.read()
+            attrs = json.loads(raw).get("attributes", {})
         except (OSError, ValueError, AttributeError):
             raise StoreError(f"{self.file}: unreadable while run {self.run_id} wrote "
                              "the store; this worker stops writing") from None

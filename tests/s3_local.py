@@ -1,0 +1,156 @@
+"""A real S3-protocol server on this machine for the object-store tests: moto's
+server mode (``moto[server]``, the test extra), as s3fs's own tests use it.
+
+moto keeps its objects in memory, so a restart would lose them; its request
+recorder keeps every request, and replaying it after the restart puts the objects
+back.  Clients reach the server through a small TCP forwarder that is closed from
+the kill until the replay is done, so that no request meets an empty server: what
+the clients see is an outage, as of a real server restarting.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+from pathlib import Path
+
+CREDENTIALS = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",
+               "AWS_REGION": "us-east-1", "AWS_DEFAULT_REGION": "us-east-1",
+               "AWS_ALLOW_HTTP": "true"}
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _wait_port(port: int, timeout: float = 30.0) -> None:
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        try:
+            socket.create_connection(("127.0.0.1", port), 0.2).close()
+            return
+        except OSError:
+            time.sleep(0.05)
+    raise RuntimeError(f"the S3 server did not open port {port}")
+
+
+class _Forwarder:
+    """Accepts on ``port`` and pipes each connection to ``backend``; :meth:`close`
+    resets every connection and stops accepting until :meth:`open`."""
+
+    def __init__(self, port: int, backend: int):
+        self.port, self.backend = port, backend
+        self.conns: set[socket.socket] = set()
+        self.server: socket.socket | None = None
+
+    def open(self) -> None:
+        s = socket.socket()
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        s.bind(("127.0.0.1", self.port))
+        s.listen(128)
+        self.server = s
+        threading.Thread(target=self._accept, args=(s,), daemon=True).start()
+
+    def _accept(self, s: socket.socket) -> None:
+        while True:
+            try:
+                client, _ = s.accept()
+            except OSError:
+                return
+            try:
+                back = socket.create_connection(("127.0.0.1", self.backend))
+            except OSError:
+                client.close()
+                continue
+            self.conns |= {client, back}
+            for a, b in ((client, back), (back, client)):
+                threading.Thread(target=self._pump, args=(a, b), daemon=True).start()
+
+    @staticmethod
+    def _pump(a: socket.socket, b: socket.socket) -> None:
+        try:
+            while data := a.recv(1 << 20):
+                b.sendall(data)
+        except OSError:
+            pass
+        for x in (a, b):
+            try:
+                x.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+    def close(self) -> None:
+        if self.server is not None:
+            try:    # wakes the thread blocked in accept(), which would keep it open
+                self.server.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+            self.server.close()
+            self.server = None
+        for c in list(self.conns):
+            try:   # reset, not a clean end: a client sees its request fail
+                c.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\0\0\0\0\0\0\0")
+                c.close()
+            except OSError:
+                pass
+        self.conns.clear()
+
+
+class S3Server:
+    """moto's S3 server with its recorder on, behind a forwarder; :attr:`endpoint`
+    is what clients use, :attr:`env` their environment."""
+
+    def __init__(self, workdir: Path, record: bool = True):
+        self.workdir = Path(workdir)
+        self.recording = record
+        self.port, self.backend = free_port(), free_port()
+        self.record = self.workdir / "moto-requests.jsonl"
+        self.endpoint = f"http://127.0.0.1:{self.port}"
+        self.env = {**CREDENTIALS, "AWS_ENDPOINT_URL": self.endpoint}
+        self.proc: subprocess.Popen | None = None
+        self.forwarder = _Forwarder(self.port, self.backend)
+
+    def _start_moto(self) -> None:
+        env = {**os.environ, **CREDENTIALS, "MOTO_ENABLE_RECORDING": str(self.recording),
+               "MOTO_RECORDER_FILEPATH": str(self.record)}
+        with open(self.workdir / "moto.log", "ab") as log:     # what it says, kept
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p",
+                 str(self.backend)], stdout=subprocess.DEVNULL, stderr=log, env=env)
+        _wait_port(self.backend)
+
+    def start(self) -> "S3Server":
+        self._start_moto()
+        self.forwarder.open()
+        return self
+
+    def create_bucket(self, name: str) -> None:
+        req = urllib.request.Request(f"http://127.0.0.1:{self.backend}/{name}", method="PUT")
+        urllib.request.urlopen(req, timeout=30).close()
+
+    def restart(self, down: float = 1.0) -> None:
+        """Kill the server mid-whatever, keep it down ``down`` seconds, start it again
+        and replay what it had been asked, then let clients in again."""
+        self.forwarder.close()
+        self.proc.kill()
+        self.proc.wait()
+        time.sleep(down)
+        self._start_moto()
+        req = urllib.request.Request(
+            f"http://127.0.0.1:{self.backend}/moto-api/recorder/replay-recording",
+            method="POST")
+        urllib.request.urlopen(req, timeout=120).close()
+        self.forwarder.open()
+
+    def stop(self) -> None:
+        self.forwarder.close()
+        if self.proc is not None:
+            self.proc.kill()
+            self.proc.wait()
