@@ -345,3 +345,37 @@ def test_the_gpu_sweep_splits_only_levels_too_small_for_the_gpu(data_dir):
     deg = np.diff(h.up_ptr)
     for lv in range(len(ptr) - 1):
         assert width[lv] == deg[ranks[ptr[lv]:ptr[lv + 1]]].max(initial=0)
+
+
+def test_a_build_and_the_kernels_warm_up_import_numba_together():
+    """A job's warm-up thread loads the CPU kernels while a hierarchy build loads its
+    own compiled code: two threads importing Numba at once used to meet each other's
+    half-made modules (ImportError ... partially initialized module).  A fresh
+    process each, the two started together."""
+    import subprocess
+    import sys
+
+    code = """
+import threading
+import numpy as np
+bar, errors = threading.Barrier(2), []
+def kernels():
+    from mgapsp.cpu_sssp import _kernels
+    _kernels()
+def build():
+    from mgapsp.hierarchy.construct import _tree
+    _tree(np.array([0, 1, 1]), np.array([1], dtype=np.int32), 2)
+def run(fn):
+    bar.wait()
+    try:
+        fn()
+    except Exception as exc:
+        errors.append(repr(exc))
+ts = [threading.Thread(target=run, args=(f,)) for f in (kernels, build)]
+[t.start() for t in ts]
+[t.join() for t in ts]
+print(errors)
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=300)
+    assert out.returncode == 0 and out.stdout.strip() == "[]", out.stdout + out.stderr

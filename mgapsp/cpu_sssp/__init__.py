@@ -215,8 +215,8 @@ def _kernels() -> dict:
     """The kernels of this process (each compiles, or loads from Numba's cache, at its
     first call with a dtype)."""
     if not _KERNELS:
-        from . import kernels     # imports Numba: the import lock makes it once
+        from ..jit import compiled
 
-        _KERNELS.update(kernels.ENTRY_POINTS)
+        _KERNELS.update(compiled("mgapsp.cpu_sssp.kernels").ENTRY_POINTS)
         _WARMING.set()
     return _KERNELS

@@ -11,6 +11,7 @@ import scipy.sparse as sp
 from .. import config
 from ..errors import MgapspError, UnsupportedError
 from ..graph import Graph
+from ..jit import compiled
 from .model import Hierarchy, check_weights
 
 __all__ = ["build", "arcs_limit", "concat_ranges"]
@@ -107,19 +108,15 @@ def _close(up_ptr: np.ndarray, up_head: np.ndarray, n: int):
     if len(need) == 0 or bool((keys[pos] == need).all()):
         return up_ptr, up_head
     # the factor's pattern lacks arcs (a large graph's, at times): complete it
-    from .completion import complete
-
-    return complete(up_ptr, up_head, n)
+    return compiled("mgapsp.hierarchy.completion").complete(up_ptr, up_head, n)
 
 
 def _tree(up_ptr: np.ndarray, up_head: np.ndarray, n: int):
     """Elimination-tree parent, depth (root 0) and height (leaf 0) of every rank."""
-    from .completion import depth_and_height
-
     has = np.diff(up_ptr) > 0
     parent = np.full(n, -1, dtype=np.int32)
     parent[has] = up_head[up_ptr[:-1][has]]
-    depth, height = depth_and_height(parent)
+    depth, height = compiled("mgapsp.hierarchy.completion").depth_and_height(parent)
     return parent, depth, height
 
 
@@ -153,9 +150,8 @@ def _customize(graph: Graph, rank, up_ptr, up_head, height, n):
     np.minimum.at(w_down, at, w[~upward])
     last_down[at] = src[~upward]
     # the lower triangles, in compiled code (Numba, a dependency, imported here)
-    from .customize import customize_levels
-
-    customize_levels(up_ptr, up_head, height, w_up, w_down, last_up, last_down)
+    compiled("mgapsp.hierarchy.customize").customize_levels(
+        up_ptr, up_head, height, w_up, w_down, last_up, last_down)
     return w_up, w_down, last_up, last_down
 
 
