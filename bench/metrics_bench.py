@@ -243,6 +243,7 @@ def main() -> None:
         with tempfile.TemporaryDirectory(dir=os.environ.get("TMPDIR")) as d:
             r["rmat20"] = rmat20_job(Path(d), args.peer_samples, args.job_limit)
     stem = f"metrics-{dt.date.today().isoformat()}-{gpu.replace(' ', '-')}-{'-'.join(parts)}"
+    Path(args.out).mkdir(parents=True, exist_ok=True)
     Path(args.out, stem + ".json").write_text(json.dumps(r, indent=1, default=str))
     lines = [f"# Network metrics of every vertex ({r['date']}, {r['gpus']} x {gpu}, "
              f"NetworKit on {r['cores']} cores)", ""]

@@ -10,6 +10,7 @@ the clients see is an outage, as of a real server restarting.
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 import subprocess
@@ -103,6 +104,25 @@ class _Forwarder:
         self.conns.clear()
 
 
+# moto's server as ``python -m moto.server`` runs it, its recorder's appends made one
+# at a time: two large requests recorded at once interleave their lines in its file,
+# which the replay then cannot read
+_SERVE = """
+import sys
+import threading
+from werkzeug.serving import run_simple
+from moto.moto_api._internal.recorder.models import Recorder
+from moto.server import DomainDispatcherApplication, create_backend_app
+one_at_a_time, record = threading.Lock(), Recorder._record_request
+def serial(self, *args, **kwargs):
+    with one_at_a_time:
+        return record(self, *args, **kwargs)
+Recorder._record_request = serial
+run_simple("127.0.0.1", int(sys.argv[1]), DomainDispatcherApplication(create_backend_app),
+           threaded=True)
+"""
+
+
 class S3Server:
     """moto's S3 server with its recorder on, behind a forwarder; :attr:`endpoint`
     is what clients use, :attr:`env` their environment."""
@@ -122,8 +142,8 @@ class S3Server:
                "MOTO_RECORDER_FILEPATH": str(self.record)}
         with open(self.workdir / "moto.log", "ab") as log:     # what it says, kept
             self.proc = subprocess.Popen(
-                [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p",
-                 str(self.backend)], stdout=subprocess.DEVNULL, stderr=log, env=env)
+                [sys.executable, "-c", _SERVE, str(self.backend)],
+                stdout=subprocess.DEVNULL, stderr=log, env=env)
         _wait_port(self.backend)
 
     def start(self) -> "S3Server":
@@ -141,6 +161,7 @@ class S3Server:
         self.forwarder.close()
         self.proc.kill()
         self.proc.wait()
+        self._whole_records()
         time.sleep(down)
         self._start_moto()
         req = urllib.request.Request(
@@ -148,6 +169,21 @@ class S3Server:
             method="POST")
         urllib.request.urlopen(req, timeout=120).close()
         self.forwarder.open()
+
+    def _whole_records(self) -> None:
+        """Drop what the kill cut from the recording: a request's record half written
+        (a line that is not whole JSON), which would stop the replay.  Its client got
+        no answer, and sends it again."""
+        if not self.record.exists():
+            return
+        whole = []
+        for line in self.record.read_text().splitlines():
+            try:
+                json.loads(line)
+            except ValueError:
+                continue
+            whole.append(line + "\n")
+        self.record.write_text("".join(whole))
 
     def stop(self) -> None:
         self.forwarder.close()
