@@ -91,13 +91,17 @@ class StoreLock:
         return super().__new__(cls)
 
     def __init__(self, store_path, run_id: str):
-        self.store = os.fspath(store_path)
-        self.path = lock_path(store_path)
         self.run_id = run_id
         self.held = False
         self.lost: str | None = None
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        self._locate(store_path)
+
+    def _locate(self, store_path) -> None:
+        """Where the store and its lock are."""
+        self.store = os.fspath(store_path)
+        self.path = lock_path(store_path)
 
     def _record(self) -> dict:
         return {"run": self.run_id, "host": socket.gethostname(), "pid": os.getpid(),
@@ -259,18 +263,13 @@ class ObjectStoreLock(StoreLock):
     refresh fail, which marks the lock :attr:`lost`.
     """
 
-    def __init__(self, store_path, run_id: str):
+    def _locate(self, store_path) -> None:
         self.store = location(store_path)
         self.objects = bucket(self.store)
         self.key = self.objects.beside(".lock")
         self.path = f"{self.store}.lock"
-        self.run_id = run_id
-        self.held = False
-        self.lost: str | None = None
         self._tag: str | None = None        # the version this run wrote last
         self._seen: Meta | None = None      # the version last read
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
 
     def _read(self) -> tuple[dict | None, Meta | None]:
         meta = self._seen = self.objects.head(at=self.key)
