@@ -35,7 +35,7 @@ def apsp(graph, *, out=None, algorithm: str = "auto", backend: str = "auto",
          predecessors: bool = False, client=None, resume: bool = False,
          overwrite: bool = False, directed: bool | None = None,
          unweighted: bool = False, weight="weight", source="source", target="target",
-         compression: str = "lz4", shards: bool = True, progress: bool = False,
+         compression: str = "auto", shards: bool = True, progress: bool = False,
          metrics=(), distances: bool = True):
     """All-pairs (or many-to-all) shortest-path distances.
 
@@ -85,8 +85,11 @@ def apsp(graph, *, out=None, algorithm: str = "auto", backend: str = "auto",
     source, target : str
         For a data frame: the columns of the edges' ends (their labels), as in
         NetworkX's ``from_pandas_edgelist`` (cuGraph's ``destination`` is ``target``).
-    compression : {"lz4", "zstd", "none"}
-        A new store's chunks: Blosc, bit-shuffled, lz4 (fast) or zstd (smaller).
+    compression : {"auto", "planes", "lz4", "zstd", "none"}
+        A new store's chunks: ``planes``, mgapsp's own format that GPUs encode at the
+        kernels' pace (read wherever mgapsp is installed), or Blosc, bit-shuffled,
+        ``lz4`` (fast) or ``zstd`` (smaller).  ``auto``: planes for GPU jobs, lz4 for
+        CPU jobs.
     shards : bool
         A new store keeps each batch's rows in one file (a Zarr shard: few, large
         files, as cluster file systems want); ``False``: a file per chunk.

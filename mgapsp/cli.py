@@ -161,10 +161,12 @@ def _cluster_options(command):
                    "(comma separated; reachable and distance_sum come with any).")
 @click.option("--no-distances", is_flag=True,
               help="Store only the --metrics, not the rows: a store of megabytes.")
-@click.option("--compression", type=click.Choice(["lz4", "zstd", "none"]), default="lz4",
-              show_default=True,
-              help="Codec of the stored blocks (Blosc, bit-shuffled): lz4 is fast, zstd "
-                   "smaller.  A resumed store keeps its own.")
+@click.option("--compression", type=click.Choice(["auto", "planes", "lz4", "zstd", "none"]),
+              default="auto", show_default=True,
+              help="Codec of the stored blocks: planes (mgapsp's own, made on the GPUs "
+                   "at their pace; needs mgapsp installed to read), lz4 or zstd (Blosc, "
+                   "bit-shuffled: lz4 fast, zstd smaller).  auto: planes for GPU jobs, "
+                   "lz4 for CPU jobs.  A resumed store keeps its own.")
 @click.option("--shards/--no-shards", default=True, show_default=True,
               help="Store each batch's rows as one file (a Zarr shard of its chunks); "
                    "--no-shards writes a file per chunk.  A resumed store keeps its own.")

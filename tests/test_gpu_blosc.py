@@ -87,24 +87,28 @@ def test_frame_layout_decodes(dtype, elems):
         np.testing.assert_array_equal(got, chunks[c])
 
 
-def test_only_lz4_bitshuffle_arrays_take_the_gpu_path(tmp_path):
+def test_only_lz4_bitshuffle_and_planes_arrays_take_the_gpu_path(tmp_path):
     from zarr.codecs import BloscCodec
 
-    def clevel(codec, dtype="float32"):
+    def gpu_codec(codec, dtype="float32"):
         arr = zarr.create_array(tmp_path / f"{len(list(tmp_path.iterdir()))}.zarr",
                                 shape=(4, 4), chunks=(4, 4), dtype=dtype,
                                 compressors=[codec] if codec else None)
         lay = store_files.ChunkLayout(arr)
-        return lay.gpu_clevel if writer._device_frames(lay, staging) else None
+        return lay.gpu_codec if writer._device_frames(lay, staging) else None
 
-    assert clevel(COMPRESSIONS["lz4"]) == 5
-    assert clevel(COMPRESSIONS["lz4"], "float64") == 5
-    assert clevel(COMPRESSIONS["lz4"], "int16") is None
-    assert clevel(COMPRESSIONS["zstd"]) is None
-    assert clevel(None) is None
-    assert clevel(BloscCodec(cname="lz4", clevel=5, shuffle="shuffle")) is None
-    assert clevel(BloscCodec(cname="lz4", clevel=5, shuffle="bitshuffle",
-                             blocksize=4096)) is None
+    assert gpu_codec(COMPRESSIONS["lz4"]) == ("blosc", 5)
+    assert gpu_codec(COMPRESSIONS["lz4"], "float64") == ("blosc", 5)
+    assert gpu_codec(COMPRESSIONS["lz4"], "int16") is None
+    assert gpu_codec(COMPRESSIONS["zstd"]) is None
+    assert gpu_codec(None) is None
+    assert gpu_codec(BloscCodec(cname="lz4", clevel=5, shuffle="shuffle")) is None
+    assert gpu_codec(BloscCodec(cname="lz4", clevel=5, shuffle="bitshuffle",
+                                blocksize=4096)) is None
+    # planes: the special word is +inf of a float type, all ones of an integer one
+    assert gpu_codec(COMPRESSIONS["planes"]) == ("planes", 0x7F800000)
+    assert gpu_codec(COMPRESSIONS["planes"], "float64") == ("planes", 0x7FF0000000000000)
+    assert gpu_codec(COMPRESSIONS["planes"], "int32") == ("planes", 0xFFFFFFFF)
 
 
 # -- the kernels ------------------------------------------------------------------------

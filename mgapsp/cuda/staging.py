@@ -124,18 +124,22 @@ def chunk_groups(block, chunk_rows: int, chunk_cols: int, fill,
             slot ^= 1
 
 
-def frame_groups(block, chunk_rows: int, chunk_cols: int, fill, clevel: int,
+def frame_groups(block, chunk_rows: int, chunk_cols: int, fill, codec: tuple,
                  wait: Callable[[int], None]
                  ) -> Iterator[tuple[int, int, np.ndarray, np.ndarray]]:
     """Yield ``(slot, first column chunk, frames, starts)`` for the device ``block``:
-    its chunks compressed on the device into Blosc LZ4 bit-shuffle frames
-    (:func:`mgapsp.cuda.blosc.encode_chunks`), a group at a time, and copied to
-    the page-locked buffer ``slot``; chunk ``first + k``'s frame is
-    ``frames[starts[k]:starts[k + 1]]``.  ``wait(slot)`` as in :func:`chunk_groups`.
-    The next group is compressed while the caller stores this one.
+    its chunks compressed on the device, a group at a time, and copied to the
+    page-locked buffer ``slot``; chunk ``first + k``'s frame is
+    ``frames[starts[k]:starts[k + 1]]``.  ``codec`` is ``("planes", special word)``
+    (:func:`mgapsp.cuda.planes.encode_chunks`) or ``("blosc", level)`` for Blosc LZ4
+    bit-shuffle frames (:func:`mgapsp.cuda.blosc.encode_chunks`).  ``wait(slot)`` as
+    in :func:`chunk_groups`.  The next group is compressed while the caller stores
+    this one.
     """
-    from .blosc import encode_chunks
+    from . import blosc, planes
 
+    kind, param = codec
+    encoder = {"blosc": blosc.encode_chunks, "planes": planes.encode_chunks}[kind]
     cupy = cupy_module()
     block = cupy.ascontiguousarray(block)
     rows, n = block.shape
@@ -146,7 +150,7 @@ def frame_groups(block, chunk_rows: int, chunk_cols: int, fill, clevel: int,
     slot = 0
     for first in range(0, n_chunks, g_max):
         g = min(g_max, n_chunks - first)
-        frames, starts = encode_chunks(block, chunk_rows, chunk_cols, first, g, fill, clevel)
+        frames, starts = encoder(block, chunk_rows, chunk_cols, first, g, fill, param)
         wait(slot)
         host = st.buffer(slot, frames.nbytes)
         frames.get(out=host, blocking=True)

@@ -58,7 +58,7 @@ class JobRequest:
     sources: object = None
     targets: object = None
     batch_size: int | None = None
-    compression: str = "lz4"
+    compression: str = "auto"
     shards: bool = True
     predecessors: bool = False
     #: per-source metrics stored beside the rows (mgapsp.plan.METRICS)

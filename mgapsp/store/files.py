@@ -20,6 +20,7 @@ import numpy as np
 import zarr
 
 from .objects import bucket_of
+from .planes import PlanesCodec, encode_bytes, special_word
 
 _SHUFFLE = {"noshuffle": 0, "shuffle": 1, "bitshuffle": 2}
 #: the suffix of a file being written, renamed into place once whole
@@ -36,7 +37,9 @@ class ChunkLayout:
         self.ok = getattr(meta, "zarr_format", 2) == 3
         self.codec = None
         self.crc = False
-        self.gpu_clevel = None      # the level, where a device can make the frames
+        #: how a device makes the chunks' stored bytes itself: ("blosc", level) for
+        #: Blosc LZ4 bit-shuffle, ("planes", special word); None where it cannot
+        self.gpu_codec = None
         self.shard = None           # chunks per shard, where a shard is a row of chunks
         if self.ok:
             codecs = list(meta.codecs)
@@ -60,8 +63,11 @@ class ChunkLayout:
             self.ok = (self.ok and _little(first, BytesCodec)
                        and np.dtype(arr.dtype).byteorder in ("<", "=", "|")
                        and len(codecs) <= 1
-                       and all(isinstance(c, BloscCodec) for c in codecs))
-            if self.ok and codecs:
+                       and all(isinstance(c, (BloscCodec, PlanesCodec)) for c in codecs))
+            if self.ok and codecs and isinstance(codecs[0], PlanesCodec):
+                self.codec = _Planes(arr.chunks[-1], special_word(arr.dtype))
+                self.gpu_codec = ("planes", special_word(arr.dtype))
+            elif self.ok and codecs:
                 from numcodecs import Blosc
 
                 c = codecs[0]
@@ -73,7 +79,7 @@ class ChunkLayout:
                 item = np.dtype(arr.dtype).itemsize
                 if (cname == "lz4" and shuffle == "bitshuffle" and int(c.blocksize) == 0
                         and c.typesize in (None, item)):
-                    self.gpu_clevel = int(c.clevel)
+                    self.gpu_codec = ("blosc", int(c.clevel))
         from zarr.storage import LocalStore
 
         self.arr = arr
@@ -166,6 +172,17 @@ class ChunkLayout:
 
         store = self.arr.store_path.store
         sync(store.set(key, default_buffer_prototype().buffer.from_bytes(bytes(data))))
+
+
+class _Planes:
+    """:mod:`.planes` frames of an array's chunks, made on the host."""
+
+    def __init__(self, row: int, special: int):
+        self.row, self.special = int(row), int(special)
+
+    def encode(self, tile: np.ndarray) -> bytes:
+        raw = np.ascontiguousarray(tile).reshape(-1).view(np.uint8)
+        return encode_bytes(raw, tile.dtype.itemsize, self.row, self.special).tobytes()
 
 
 def _little(codec, kind) -> bool:

@@ -41,8 +41,9 @@ from ..graph import Graph
 from ..plan import METRICS, JobPlan
 from ..reductions import HISTOGRAM_BINS, DistanceHistogram, distance_histogram
 from .objects import bucket, is_url
+from .planes import PlanesCodec
 
-__all__ = ["Store", "FORMAT_VERSION", "package_versions", "store_state", "check_target",
+__all__ = ["Store", "FORMAT_VERSION", "compression_for", "package_versions", "store_state", "check_target",
            "prepare_path", "foreign_entries"]
 
 #: 2: vertex labels (integers or text) as the coordinates ``vertex``, ``source`` and
@@ -50,11 +51,13 @@ __all__ = ["Store", "FORMAT_VERSION", "package_versions", "store_state", "check_
 FORMAT_VERSION = 2
 _READABLE = (1, 2)
 _COMPRESSOR = BloscCodec(cname="zstd", clevel=3, shuffle="bitshuffle")
-#: codecs of the distance and predecessor arrays (``--compression``).  lz4 is the
-#: default: on p2p-Gnutella31 rows it compressed 25x at about 3x the speed of zstd
-#: level 3 (36x), and on rome99's road distances 2.5x at 6x the speed (3.0x);
-#: the writes, not the kernels, bound a GPU job (bench/NOTES.md).
+#: codecs of the distance and predecessor arrays (``--compression``).  ``auto`` picks
+#: planes for a GPU job (its GPUs encode it at the kernels' pace, and it is smaller
+#: than lz4 on road rows: :mod:`.planes`) and lz4 for a CPU job, whose cores run
+#: Blosc's LZ4 faster: on p2p-Gnutella31 rows lz4 compressed 25x at about 3x the speed
+#: of zstd level 3 (36x), and on rome99's road distances 2.5x at 6x the speed (3.0x).
 COMPRESSIONS = {
+    "planes": PlanesCodec(),
     "lz4": BloscCodec(cname="lz4", clevel=5, shuffle="bitshuffle"),
     "zstd": _COMPRESSOR,
     "none": None,
@@ -63,6 +66,17 @@ _PACKAGES = ("mgapsp", "numpy", "scipy", "dask", "distributed", "zarr", "dask-cu
              "cupy-cuda12x", "cupy-cuda13x")
 # Options that must match for --resume to continue a store.
 _RESUME_KEYS = ("algorithm", "dtype", "batch_size", "predecessors")
+
+
+def compression_for(name: str, backend: str) -> str:
+    """The codec ``name`` stands for on ``backend``'s workers (``auto``: see
+    :data:`COMPRESSIONS`)."""
+    if name == "auto":
+        return "planes" if backend in ("gpu", "hybrid") else "lz4"
+    if name not in COMPRESSIONS:
+        raise StoreError(f"unknown compression {name!r}; choose auto, "
+                         f"{', '.join(COMPRESSIONS)}")
+    return name
 
 
 def package_versions() -> dict[str, str]:
@@ -310,16 +324,14 @@ class Store:
 
     @classmethod
     def create(cls, path, graph: Graph, plan: JobPlan, *, overwrite: bool = False,
-               potentials: np.ndarray | None = None, compression: str = "lz4",
+               potentials: np.ndarray | None = None, compression: str = "auto",
                shards: bool = True, run_id: str = "") -> "Store":
         """A new store for ``plan`` on ``graph``.  With ``shards`` each batch's rows
         are one file, a Zarr shard holding the batch's row of chunks; without, every
         chunk is a file of its own.  The store belongs to run ``run_id`` (see
         :mod:`mgapsp.store.lock`): the caller holds its lock."""
         path = os.fspath(path)
-        if compression not in COMPRESSIONS:
-            raise StoreError(f"unknown compression {compression!r}; choose "
-                             f"{', '.join(COMPRESSIONS)}")
+        compression = compression_for(compression, plan.backend)
         _stored_labels(graph)   # labels a store cannot tell apart: refused, none replaced
         prepare_path(path, overwrite=overwrite, run_id=run_id)
         # zarr.json first, marked as being created: a store that a kill or a full

@@ -247,8 +247,9 @@ def write_block(arr: zarr.Array, start: int, block, staging=None, guard=None,
 
 def _device_frames(lay: ChunkLayout, staging) -> bool:
     """Whether ``staging``'s device makes the chunks' compressed frames itself: Blosc LZ4
-    bit-shuffle arrays of a type size it handles, unless ``mgapsp.gpu.compress`` is off."""
-    return (lay.gpu_clevel is not None and lay.dtype.itemsize in staging.TYPESIZES
+    bit-shuffle or ``mgapsp.planes`` arrays of a type size it handles, unless
+    ``mgapsp.gpu.compress`` is off."""
+    return (lay.gpu_codec is not None and lay.dtype.itemsize in staging.TYPESIZES
             and config.get("gpu.compress"))
 
 
@@ -275,7 +276,7 @@ def _submit(pool, lay: ChunkLayout, row, block, staging, gpu_frames: bool, cr: i
         groups = ((slot, lambda first=first, frames=frames, starts=starts:
                    row.frames(pool, first, frames, starts))
                   for slot, first, frames, starts in staging.frame_groups(
-                      block, cr, cc, lay.fill, lay.gpu_clevel, wait))
+                      block, cr, cc, lay.fill, lay.gpu_codec, wait))
     else:
         groups = ((slot, lambda first=first, tiles=tiles:
                    [row.tile(pool, first + k, lambda t=tiles[k]: t) for k in range(len(tiles))])
