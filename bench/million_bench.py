@@ -106,7 +106,7 @@ def api_part(repeats: int, sample: int) -> list[dict]:
 
 
 _BUSY = re.compile(r"(\S+): (\d+) batches, writing ([\d.]+) s \(staging ([\d.]+) s, "
-                   r"files ([\d.]+) s\), computing ([\d.]+) s.*?, GPU busy (\d+)%")
+                   r"files ([\d.]+) s[;)].*?, computing ([\d.]+) s.*?, GPU busy (\d+)%")
 
 
 def workers(summary: str) -> list[dict]:

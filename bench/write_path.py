@@ -176,7 +176,9 @@ def run_job(graph: Path, out: Path, gpus: str, extra: list[str]) -> dict:
 
 
 def jobs_part(workdir: Path, gpu_sets: list[str], ny_sources: int, rmat_sources: int,
-              ny_all: bool) -> dict:
+              ny_all: bool, compressions: list[str], save) -> dict:
+    """The jobs, each result passed to ``save`` as it comes (a job may outlast the
+    device's command limit)."""
     workdir.mkdir(parents=True, exist_ok=True)
     n = mgapsp.read_graph(NY).n
     ny_src = workdir / "ny-sources.txt"
@@ -184,28 +186,36 @@ def jobs_part(workdir: Path, gpu_sets: list[str], ny_sources: int, rmat_sources:
     warm = workdir / "ny-warm.txt"
     warm.write_text("\n".join(str(s + 1) for s in _sources(n, 1024)))
     out = workdir / "job.zarr"
-    jobs = []
+    jobs: list[dict] = []
+
+    def add(job):
+        jobs.append(job)
+        save({"jobs": jobs})
+
     # the first job compiles the kernels and builds the hierarchy beside the store
     run_job(NY, out, gpu_sets[0], ["--sources", str(warm), "--algorithm", "phast"])
     for gpus in gpu_sets:
-        for comp in ("planes", "lz4"):
-            jobs.append({"job": f"NY, {ny_sources:,} sources, phast, {comp}",
-                         **run_job(NY, out, gpus, ["--sources", str(ny_src), "--algorithm",
-                                                   "phast", "--compression", comp])})
-        if ny_all:
-            jobs.append({"job": "NY, every source, phast, planes",
-                         **run_job(NY, out, gpus, ["--algorithm", "phast"])})
+        for comp in compressions:
+            if ny_sources:
+                add({"job": f"NY, {ny_sources:,} sources, phast, {comp}",
+                     **run_job(NY, out, gpus, ["--sources", str(ny_src), "--algorithm",
+                                               "phast", "--compression", comp])})
+            if ny_all:
+                add({"job": f"NY, every source, phast, {comp}",
+                     **run_job(NY, out, gpus, ["--algorithm", "phast", "--compression",
+                                               comp])})
     if rmat_sources:
         gen = generators.rmat(20, 8, seed=1)
         graph = generators.write_dimacs(gen, workdir / "rmat20.gr")
         src = workdir / "rmat-sources.txt"
         src.write_text("\n".join(str(s + 1) for s in _sources(gen.n, rmat_sources)))
         for gpus in gpu_sets:
-            jobs.append({"job": f"R-MAT 2^20, {rmat_sources:,} sources, planes",
-                         **run_job(graph, out, gpus, ["--sources", str(src)])})
-    largest = max(j["store_bytes"] for j in jobs)
+            add({"job": f"R-MAT 2^20, {rmat_sources:,} sources, {compressions[0]}",
+                 **run_job(graph, out, gpus, ["--sources", str(src), "--compression",
+                                              compressions[0]])})
     shutil.rmtree(out, ignore_errors=True)
-    rate = disk_write_rate(workdir, largest)
+    # the disk's rate, on at most 16 GB of the same size of writes
+    rate = disk_write_rate(workdir, min(max(j["store_bytes"] for j in jobs), 16e9))
     for j in jobs:
         j["disk_s"] = j["store_bytes"] / rate
     return {"jobs": jobs, "disk_gb_per_s": rate / 1e9}
@@ -232,14 +242,15 @@ def report(parts: Path, out: Path) -> Path:
         lines.append("")
     if "jobs" in merged:
         lines += ["## Jobs (`mgapsp run`, a process each; the store on the local disk)", "",
-                  f"The disk: {merged['disk_gb_per_s']:.2f} GB/s written and synced.", "",
+                  f"The disk: {merged.get('disk_gb_per_s', 0):.2f} GB/s written and synced.",
+                  "",
                   "| job | GPUs | job s | rows/s | wall s | store GiB | disk s | GPU busy |"
                   " verify |", "|---|---|---|---|---|---|---|---|---|"]
         for j in merged["jobs"]:
             busy = ", ".join(f"{w['busy']}%" for w in j["workers"])
             lines.append(f"| {j['job']} | {j['gpus']} | {j['job_s']} | "
                          f"{j['rows_per_s'] or 0:,.0f} | {j['wall_s']:.1f} | "
-                         f"{j['store_bytes'] / 2**30:.2f} | {j['disk_s']:.1f} | {busy} | "
+                         f"{j['store_bytes'] / 2**30:.2f} | {j.get('disk_s', 0):.1f} | {busy} | "
                          f"{j.get('verify', j.get('error', ''))} |")
         lines += ["", "Summaries:", ""]
         for j in merged["jobs"]:
@@ -260,6 +271,7 @@ def main() -> None:
     ap.add_argument("--ny-sources", type=int, default=32768)
     ap.add_argument("--ny-all", action="store_true")
     ap.add_argument("--rmat-sources", type=int, default=0)
+    ap.add_argument("--compressions", nargs="+", default=["planes", "lz4"])
     ap.add_argument("--workdir", type=Path, default=Path("/tmp/write-path"))
     args = ap.parse_args()
     args.parts.mkdir(parents=True, exist_ok=True)
@@ -271,13 +283,15 @@ def main() -> None:
     head = {"gpu": cupy.cuda.runtime.getDeviceProperties(0)["name"].decode(),
             "machine": f"{cupy.cuda.runtime.getDeviceCount()} GPU(s), {os.cpu_count()} cores",
             "date": dt.date.today().isoformat()}
+    def save(res):
+        (args.parts / f"write-path-{args.part}.json").write_text(
+            json.dumps({**head, **res}, indent=1))
+
     if args.part == "codec":
-        res = codec_part()
+        save(codec_part())
     else:
-        res = jobs_part(args.workdir, args.gpus, args.ny_sources, args.rmat_sources,
-                        args.ny_all)
-    (args.parts / f"write-path-{args.part}.json").write_text(json.dumps({**head, **res},
-                                                                        indent=1))
+        save(jobs_part(args.workdir, args.gpus, args.ny_sources, args.rmat_sources,
+                       args.ny_all, args.compressions, save))
 
 
 if __name__ == "__main__":

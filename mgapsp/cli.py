@@ -290,8 +290,12 @@ def _summary(out, report, n_workers, size):
     busy = report.gpu_busy()
     for worker, count in sorted(report.per_worker.items()):
         write, stage = report.worker_write_s[worker], report.worker_stage_s[worker]
+        parts = report.worker_stages.get(worker)
+        inside = (f"; staging: encoding {parts['encode_s']:.2f} s, waiting for the "
+                  f"writers {parts['wait_s']:.2f} s, copying out "
+                  f"{parts['copy_out_s']:.2f} s" if parts else "")
         line = (f"    {worker}: {count} batches, writing {write:.2f} s (staging "
-                f"{stage:.2f} s, files {write - stage:.2f} s), computing "
+                f"{stage:.2f} s, files {write - stage:.2f} s{inside}), computing "
                 f"{report.worker_compute_s[worker]:.2f} s")
         if report.worker_queued_s[worker] >= 0.005:
             line += f" (waiting for the GPU {report.worker_queued_s[worker]:.2f} s)"

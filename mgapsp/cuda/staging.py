@@ -125,7 +125,7 @@ def chunk_groups(block, chunk_rows: int, chunk_cols: int, fill,
 
 
 def frame_groups(block, chunk_rows: int, chunk_cols: int, fill, codec: tuple,
-                 wait: Callable[[int], None]
+                 wait: Callable[[int], None], times: dict | None = None
                  ) -> Iterator[tuple[int, int, np.ndarray, np.ndarray]]:
     """Yield ``(slot, first column chunk, frames, starts)`` for the device ``block``:
     its chunks compressed on the device, a group at a time, and copied to the
@@ -134,8 +134,16 @@ def frame_groups(block, chunk_rows: int, chunk_cols: int, fill, codec: tuple,
     (:func:`mgapsp.cuda.planes.encode_chunks`) or ``("blosc", level)`` for Blosc LZ4
     bit-shuffle frames (:func:`mgapsp.cuda.blosc.encode_chunks`).  ``wait(slot)`` as
     in :func:`chunk_groups`.  The next group is compressed while the caller stores
-    this one.
+    this one.  ``times`` (a dict) gains the seconds spent encoding (``encode_s``, the
+    kernels and the wait for the frames' sizes), waiting for a buffer
+    (``wait_s``) and copying the frames out (``copy_out_s``), and under ``spans``
+    the wall-clock spans (``time.time()``) of each group's encoding.
     """
+    import time
+
+    times = {} if times is None else times
+    for key in ("encode_s", "wait_s", "copy_out_s"):
+        times.setdefault(key, 0.0)
     from . import blosc, planes
 
     kind, param = codec
@@ -150,11 +158,18 @@ def frame_groups(block, chunk_rows: int, chunk_cols: int, fill, codec: tuple,
     slot = 0
     for first in range(0, n_chunks, g_max):
         g = min(g_max, n_chunks - first)
+        t0, w0 = time.perf_counter(), time.time()
         frames, starts = encoder(block, chunk_rows, chunk_cols, first, g, fill, param)
+        t1 = time.perf_counter()
+        times.setdefault("spans", []).append((w0, time.time()))
         wait(slot)
+        t2 = time.perf_counter()
         host = st.buffer(slot, frames.nbytes)
         frames.get(out=host, blocking=True)
         del frames
+        times["encode_s"] += t1 - t0
+        times["wait_s"] += t2 - t1
+        times["copy_out_s"] += time.perf_counter() - t2
         yield slot, first, host, starts
         slot ^= 1
 

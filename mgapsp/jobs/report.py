@@ -38,6 +38,10 @@ class JobReport:
     worker_write_s: Counter = field(default_factory=Counter)
     #: of those, seconds cutting (compressing, on a GPU) and copying blocks to the host
     worker_stage_s: Counter = field(default_factory=Counter)
+    #: of those, where a GPU made the frames: {worker: Counter(encode_s=..., wait_s=...,
+    #: copy_out_s=...)}, encoding on the device, waiting for the file writers to free
+    #: a buffer, copying the frames out (:func:`mgapsp.cuda.staging.frame_groups`)
+    worker_stages: dict = field(default_factory=dict)
     #: seconds each worker's batches spent computing (loading the job's inputs and
     #: waiting for the GPU included), and of those waiting for the GPU
     worker_compute_s: Counter = field(default_factory=Counter)
@@ -70,6 +74,8 @@ class JobReport:
         self.compute_s += stats["compute_s"]
         self.worker_write_s[worker] += stats["write_s"]
         self.worker_stage_s[worker] += stats.get("stage_s", 0.0)
+        if stats.get("stages"):
+            self.worker_stages.setdefault(worker, Counter()).update(stats["stages"])
         self.worker_compute_s[worker] += stats["compute_s"]
         self.worker_queued_s[worker] += stats.get("queued_s", 0.0)
         self.stored_bytes += stats["stored_bytes"]
@@ -77,6 +83,9 @@ class JobReport:
             self.gpu_s[worker] += stats["gpu_s"]
         if stats["computing"]:
             self.computing.setdefault(worker, []).append(tuple(stats["computing"]))
+        # the GPU encoding the batch's chunks: busy as much as computing
+        for span in stats.get("encoding", ()):
+            self.computing.setdefault(worker, []).append(tuple(span))
 
     @property
     def rows_per_second(self) -> float:
@@ -89,8 +98,8 @@ class JobReport:
 
     def gpu_busy(self) -> dict[str, float]:
         """Fraction of the job's wall time during which each GPU worker had a batch
-        computing (batches computing at once count once); from the kernels' device
-        time where the spans are not known (Floyd-Warshall slabs)."""
+        computing or its chunks encoding (at once count once); from the kernels'
+        device time where the spans are not known (Floyd-Warshall slabs)."""
         if self.seconds <= 0:
             return {}
         busy = {w: min(1.0, s / self.seconds) for w, s in self.gpu_s.items()}

@@ -198,7 +198,7 @@ def run_batch(store_path: str, fingerprint: str, run: str, batch: int, start: in
                                         staging=impl.staging, guard=job.guard,
                                         wide=_COMPUTING.idle() and not slab)
     else:               # the metrics alone (--no-distances)
-        written = {"copy_s": 0.0, "encode_s": 0.0, "bytes": 0}
+        written = {"copy_s": 0.0, "encode_s": 0.0, "bytes": 0, "stages": {}, "spans": []}
     if metrics:
         job.store.write_metrics(batch, values, guard=job.guard)
     if job.store.workers_mark_batches:
@@ -207,7 +207,9 @@ def run_batch(store_path: str, fingerprint: str, run: str, batch: int, start: in
     t2 = time.perf_counter()
     return _plain({"batch": batch, "rows": stop - start, "compute_s": t1 - t0,
                    "load_s": load_s, "queued_s": queued_s, "computing": computing, "write_s": t2 - t1,
-                   "stage_s": written["copy_s"], "written": time.time(),
+                   "stage_s": written["copy_s"], "stages": written["stages"],
+                   "encoding": written["spans"],
+                   "written": time.time(),
                    "worker": worker_name(),
                    "backend": backend, "stored_bytes": written["bytes"],
                    **((result and result.stats) or {})})

@@ -566,7 +566,7 @@ class Store:
 
         The blocks are NumPy arrays, or device arrays that ``staging`` handles (see
         :func:`mgapsp.store.writer.write_block`).  Returns ``{"copy_s", "encode_s",
-        "bytes"}``, summed over the arrays written.
+        "bytes", "stages", "spans"}``, summed over the arrays written.
         """
         from .writer import write_block
 
@@ -575,7 +575,10 @@ class Store:
         if predecessors is not None:
             more = write_block(self.array("predecessors"), start, predecessors, staging,
                                guard, wide)
-            stats = {k: stats[k] + more[k] for k in stats}
+            stages = {k: stats["stages"].get(k, 0.0) + more["stages"].get(k, 0.0)
+                      for k in {**stats["stages"], **more["stages"]}}
+            stats = {**{k: stats[k] + more[k] for k in stats if k != "stages"},
+                     "stages": stages}     # (the spans' lists are joined)
         return stats
 
     @property

@@ -198,9 +198,11 @@ def write_block(arr: zarr.Array, start: int, block, staging=None, guard=None,
     says that no kernel of this process waits for the interpreter meanwhile (a job's
     last batches): frames made on the device are then
     stored by the idle pool (:func:`idle_store_threads`), rather than by the few store
-    threads.  Returns ``{"copy_s", "encode_s", "bytes"}``:
+    threads.  Returns ``{"copy_s", "encode_s", "bytes", "stages"}``:
     seconds cutting and copying the block to the host, seconds until every chunk was
-    stored after that, and the stored bytes.
+    stored after that, the stored bytes, and the first of these in parts where the
+    device made the frames (``{"encode_s", "wait_s", "copy_out_s"}``: see
+    :func:`mgapsp.cuda.staging.frame_groups`), and the spans of its encoding there.
     """
     cr, cc = arr.chunks[0], arr.chunks[1]
     rows = block.shape[0]
@@ -218,7 +220,8 @@ def write_block(arr: zarr.Array, start: int, block, staging=None, guard=None,
         if guard is not None:
             guard()
         arr[start:stop, :] = host
-        return {"copy_s": 0.0, "encode_s": time.perf_counter() - t0, "bytes": 0}
+        return {"copy_s": 0.0, "encode_s": time.perf_counter() - t0, "bytes": 0,
+                "stages": {}, "spans": []}
     gpu_frames = device and _device_frames(lay, staging)
     pool = _pool(("idle" if wide else "store") if gpu_frames else "write",
                  gpu=staging is not None)
@@ -227,10 +230,11 @@ def write_block(arr: zarr.Array, start: int, block, staging=None, guard=None,
     row = ShardRow(lay, i, guard) if lay.shard is not None else ChunkFiles(lay, i, guard)
     futures: list[Future] = []
     copy_s = 0.0
+    stages: dict = {}
     try:
         try:
             copy_s = _submit(pool, lay, row, block, staging if device else None, gpu_frames,
-                             cr, cc, n_chunks, futures)
+                             cr, cc, n_chunks, futures, stages)
         finally:
             # no chunk may still be reading a staging buffer or the block when we return
             errors = [f.exception() for f in futures]
@@ -241,8 +245,9 @@ def write_block(arr: zarr.Array, start: int, block, staging=None, guard=None,
     except BaseException:
         row.abort()
         raise
+    spans = stages.pop("spans", [])
     return {"copy_s": copy_s, "encode_s": time.perf_counter() - t0 - copy_s,
-            "bytes": stored}
+            "bytes": stored, "stages": stages, "spans": spans}
 
 
 def _device_frames(lay: ChunkLayout, staging) -> bool:
@@ -254,7 +259,7 @@ def _device_frames(lay: ChunkLayout, staging) -> bool:
 
 
 def _submit(pool, lay: ChunkLayout, row, block, staging, gpu_frames: bool, cr: int,
-            cc: int, n_chunks: int, futures: list) -> float:
+            cc: int, n_chunks: int, futures: list, stages: dict) -> float:
     """Queue every chunk of the block for ``row`` (a :class:`ChunkFiles` or
     :class:`ShardRow`) on ``pool``, appending to ``futures``; the seconds spent
     cutting (or compressing) and copying device groups to the host."""
@@ -276,7 +281,7 @@ def _submit(pool, lay: ChunkLayout, row, block, staging, gpu_frames: bool, cr: i
         groups = ((slot, lambda first=first, frames=frames, starts=starts:
                    row.frames(pool, first, frames, starts))
                   for slot, first, frames, starts in staging.frame_groups(
-                      block, cr, cc, lay.fill, lay.gpu_codec, wait))
+                      block, cr, cc, lay.fill, lay.gpu_codec, wait, stages))
     else:
         groups = ((slot, lambda first=first, tiles=tiles:
                    [row.tile(pool, first + k, lambda t=tiles[k]: t) for k in range(len(tiles))])
