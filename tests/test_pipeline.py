@@ -567,6 +567,24 @@ def test_gpu_busy_counts_overlapping_batches_once():
     assert "cpu" not in busy                    # a CPU worker is no GPU
 
 
+def test_gpu_busy_counts_the_chunks_encoding_beside_the_search():
+    """A GPU worker is busy while it encodes a batch's chunks as well as while it
+    searches (issue 50: every kernel of the worker); the encoding spans stay out of
+    the computing spans, whose depth is the GPU's computing slots."""
+    from mgapsp.jobs.report import JobReport
+
+    report = JobReport(plan=None, store=None, seconds=10.0)
+    stats = {"worker": "a", "rows": 4, "backend": "gpu", "compute_s": 1.0, "write_s": 1.0,
+             "stored_bytes": 8, "gpu_s": 1.0, "computing": [100.0, 102.0],
+             "stages": {"encode_s": 0.5, "wait_s": 0.25, "copy_out_s": 0.25},
+             "encoding": [[102.0, 102.5], [104.0, 105.0]]}
+    report.add_batch(stats)
+    report.add_batch({**stats, "computing": [101.0, 103.0], "encoding": [[103.0, 103.5]]})
+    assert report.computing == {"a": [(100.0, 102.0), (101.0, 103.0)]}
+    assert report.gpu_busy()["a"] == pytest.approx(0.45)   # 100-103.5 and 104-105
+    assert report.worker_stages["a"] == {"encode_s": 1.0, "wait_s": 0.5, "copy_out_s": 0.5}
+
+
 def test_idle_ends_are_the_job_before_and_after_every_batch_computing():
     """What no worker spends computing at the job's two ends: from its start to the
     first batch's kernels, from the last batch's kernels to its end."""

@@ -34,6 +34,9 @@ class JobReport:
     #: each worker's spans of wall-clock time (its own clock) during which a batch of
     #: it computed: ``[(start, end), ...]``; batches computing at once overlap
     computing: dict = field(default_factory=dict)
+    #: each worker's spans (its own clock) during which its GPU encoded a batch's
+    #: chunks (:func:`mgapsp.cuda.staging.frame_groups`)
+    encoding: dict = field(default_factory=dict)
     #: seconds each worker spent writing its blocks
     worker_write_s: Counter = field(default_factory=Counter)
     #: of those, seconds cutting (compressing, on a GPU) and copying blocks to the host
@@ -83,9 +86,8 @@ class JobReport:
             self.gpu_s[worker] += stats["gpu_s"]
         if stats["computing"]:
             self.computing.setdefault(worker, []).append(tuple(stats["computing"]))
-        # the GPU encoding the batch's chunks: busy as much as computing
-        for span in stats.get("encoding", ()):
-            self.computing.setdefault(worker, []).append(tuple(span))
+        if stats.get("encoding"):
+            self.encoding.setdefault(worker, []).extend(map(tuple, stats["encoding"]))
 
     @property
     def rows_per_second(self) -> float:
@@ -105,6 +107,7 @@ class JobReport:
         busy = {w: min(1.0, s / self.seconds) for w, s in self.gpu_s.items()}
         for w, spans in self.computing.items():
             if w in busy:
+                spans = spans + self.encoding.get(w, [])
                 busy[w] = min(1.0, _covered(spans) / self.seconds)
         return busy
 
