@@ -377,7 +377,10 @@ def _metrics_line(store, complete: bool) -> str:
                 "target: no diameter")
     whole = j.get("all_targets") and len(reach) == n and (
         store.source_index() == np.arange(n)).all()
-    mean = store.metric("distance_sum").sum() / (len(reach) * max(n - 1, 1))
+    # the pairs of a source and a target other than itself (each reaches every target)
+    own = np.isin(store.source_index(), store.target_index()) if not j.get(
+        "all_targets", True) else np.ones(len(reach), dtype=bool)
+    mean = store.metric("distance_sum").sum() / max(int((reach - own).sum()), 1)
     line += (f"; average shortest path length {mean:.6g}" if whole
              else f"; mean distance {mean:.6g}")
     if "eccentricity" in j["metrics"]:

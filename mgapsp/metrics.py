@@ -51,6 +51,36 @@ def _graph(G, weight) -> Graph:
     return G if isinstance(G, Graph) else as_graph(G)
 
 
+def _into(G, g: Graph) -> bool:
+    """Whether a centrality of ``G`` sums distances *into* each vertex, as NetworkX's
+    do on directed graphs: NetworkX says by ``G`` itself (an undirected graph weighed
+    per direction of travel is read as directed, yet measured from each vertex)."""
+    return G.is_directed() if _is_networkx(G) else g.directed
+
+
+def _no_negative(G, g: Graph, name: str) -> None:
+    """NetworkX's centralities search with Dijkstra, which has no answer for negative
+    weights: refused."""
+    if g.has_negative_weights:
+        raise _error(G, f"{name}: negative edge weights; NetworkX's Dijkstra, whose "
+                     "distances it sums, does not take them", "NetworkXError")
+
+
+def _int_lengths(G, g: Graph, weight) -> bool:
+    """Whether lengths are ints: NetworkX's sums keep their terms' type (hops, int
+    weights); other inputs: integral weights."""
+    if not _is_networkx(G):
+        return g.integral_weights
+    if weight is None:
+        return True
+    from .readers.objects import _nx_weight
+
+    get = _nx_weight(G, weight)
+    return all(isinstance(x, (int, np.integer)) and not isinstance(x, bool)
+               for u, nbrs in G.adj.items() for v, d in nbrs.items()
+               if (x := get(u, v, d)) is not None)
+
+
 def reversed_graph(g: Graph) -> Graph:
     """The graph with every arc turned around (the rows of distances *into* each
     vertex)."""
@@ -159,8 +189,9 @@ def closeness_centrality(G, u=None, distance=None, wf_improved=True, *,
     if u is not None and _is_networkx(G) and u not in G:
         raise _error(G, f"Node {u} not found in graph" if distance is not None
                      else f"Source {u} is not in G", "NodeNotFound")
+    _no_negative(G, g, "closeness_centrality")
     nodes = [u] if u is not None else g.labels.tolist()
-    rows = reversed_graph(g) if g.directed else g
+    rows = reversed_graph(g) if _into(G, g) else g
     red = row_metrics(rows, None if u is None else [u], backend=backend,
                       algorithm=algorithm)
     c = metric_values(red, g.n)["closeness"]
@@ -184,23 +215,31 @@ def harmonic_centrality(G, nbunch=None, distance=None, sources=None, *,
     1.5
     """
     g = _graph(G, distance)
+    _no_negative(G, g, "harmonic_centrality")
     targets = _nodes(G, g, nbunch)
+    # NetworkX sums the distances from each source into each vertex, on any graph
     rows = reversed_graph(g) if g.directed else g
     if sources is None:
         red = row_metrics(rows, targets, backend=backend, algorithm=algorithm)
-        return dict(zip(targets, red["harmonic"].tolist()))
+        return dict(zip(targets, _terms(red["harmonic"])))
     # only the distances from ``sources``: the columns of the reversed rows
     from .api import apsp
 
     froms = _nodes(G, g, sources)
-    out = dict.fromkeys(targets, 0.0)
+    out = dict.fromkeys(targets, 0)
     if not froms or not targets:
         return out
     block = np.asarray(apsp(rows, sources=targets, targets=froms, backend=backend,
                             algorithm=algorithm), dtype=np.float64)
     with np.errstate(divide="ignore"):
         h = np.sum(1.0 / block, axis=1, where=np.isfinite(block) & (block > 0))
-    return dict(zip(targets, h.tolist()))
+    return dict(zip(targets, _terms(h)))
+
+
+def _terms(h: np.ndarray) -> list:
+    """Harmonic sums as NetworkX gives them: the int 0 where no term was added (a sum
+    of positive reciprocals is 0 only then)."""
+    return [0 if x == 0 else x for x in h.tolist()]
 
 
 def eccentricity(G, v=None, sp=None, weight=None, *, backend: str = "auto",
@@ -217,21 +256,23 @@ def eccentricity(G, v=None, sp=None, weight=None, *, backend: str = "auto",
         raise MgapspError("sp= gives the lengths already; use NetworkX's eccentricity")
     g = _graph(G, weight)
     nodes = _nodes(G, g, v)
-    e = _eccentricities(G, g, nodes, backend, algorithm)
+    e = _eccentricities(G, g, nodes, backend, algorithm, _int_lengths(G, g, weight))
     if v is not None and (not _is_networkx(G) or v in G):
         return e[v]
     return e
 
 
-def _eccentricities(G, g: Graph, nodes: list, backend: str, algorithm: str) -> dict:
+def _eccentricities(G, g: Graph, nodes: list, backend: str, algorithm: str,
+                    ints: bool) -> dict:
+    """``{node: eccentricity}``: ints where ``ints`` (NetworkX's type for them); a
+    vertex alone, 0 (NetworkX's max keeps the source's own int 0)."""
     red = row_metrics(g, nodes, backend=backend, algorithm=algorithm)
     if (red["reachable"] < g.n).any():
         raise _error(G, "Found infinite path length because the digraph is not strongly "
-                     "connected" if g.directed else "Found infinite path length because "
+                     "connected" if _into(G, g) else "Found infinite path length because "
                      "the graph is not connected")
-    ecc = red["eccentricity"]
-    values = ecc.astype(np.int64).tolist() if g.integral_weights else ecc.tolist()
-    return dict(zip(nodes, values))
+    return {v: 0 if top == 0 else int(top) if ints else float(top)
+            for v, top in zip(nodes, red["eccentricity"].tolist())}
 
 
 def diameter(G, e=None, usebounds=False, weight=None, *, backend: str = "auto",
@@ -245,7 +286,8 @@ def diameter(G, e=None, usebounds=False, weight=None, *, backend: str = "auto",
     """
     if e is None:
         g = _graph(G, weight)
-        e = _eccentricities(G, g, g.labels.tolist(), backend, algorithm)
+        e = _eccentricities(G, g, g.labels.tolist(), backend, algorithm,
+                            _int_lengths(G, g, weight))
     return max(e.values())
 
 

@@ -57,17 +57,26 @@ def ordered_harmonic(block, columns: np.ndarray, acc: np.ndarray, touched: np.nd
         touched |= hit
 
 
-def metric_values(red: dict, n: int) -> dict:
+def metric_values(red: dict, n: int, own=None) -> dict:
     """The per-source metrics a job stores (:data:`mgapsp.plan.METRICS`) from a block's
     :func:`row_reductions`, ``n`` its columns: closeness as NetworkX defines it with
     ``wf_improved`` (``(r - 1) / s`` times ``(r - 1) / (n - 1)``, 0 where nothing but
-    the source is reached)."""
+    the source is reached).
+
+    ``own`` (a bool per row; default all True) says whether the row's source is among
+    its columns.  Over a set of targets closeness counts the source once, always: ``r``
+    is the targets reached other than the source, plus one, and ``n`` the targets other
+    than the source, plus one (the whole graph's definition where every vertex is a
+    target).  Harmonic centrality and the sums only ever count other vertices."""
     r = np.asarray(red["reachable"])
+    own = np.ones(len(r), dtype=bool) if own is None else np.asarray(own, dtype=bool)
+    pairs = (r - own).astype(np.float64)    # targets reached, the source aside
+    n_all = n - own + 1                     # the targets and the source, once
     total = np.asarray(red["total"], dtype=np.float64)
     with np.errstate(divide="ignore", invalid="ignore"):
-        closeness = np.where((total > 0) & (n > 1), (r - 1.0) / total, 0.0)
-        if n > 1:       # NetworkX's order of operations: its floats, to the last bit
-            closeness = closeness * ((r - 1.0) / (n - 1))
+        closeness = np.where((total > 0) & (n_all > 1), pairs / total, 0.0)
+        # NetworkX's order of operations: its floats, to the last bit
+        closeness = np.where(n_all > 1, closeness * (pairs / (n_all - 1)), closeness)
     return {"reachable": r, "distance_sum": total, "closeness": closeness,
             "harmonic": np.asarray(red["harmonic"]),
             "eccentricity": np.asarray(red["eccentricity"])}

@@ -227,7 +227,8 @@ def _batch_metrics(impl, result, metrics, sources, targets, searched, n: int) ->
         if result is not None:
             for name, values in impl.row_reductions(result.distances).items():
                 red[name][rows] = values
-    values = metric_values(red, n)
+    own = None if targets is None else np.isin(sources, targets)
+    values = metric_values(red, n, own)
     if "histogram" in metrics:
         if result is None:
             values["histogram"] = np.zeros(HISTOGRAM_BINS, dtype=np.uint64)

@@ -9,7 +9,7 @@ import numpy as np
 
 from .convert import FallBack, backend_graph, for_hops, for_weight
 from .registry import dispatches
-from ..api import resolve_backend
+from .rows import search
 from ..metrics import row_metrics
 
 __all__ = ["eccentricity", "diameter", "radius"]
@@ -36,8 +36,11 @@ def _eccentricities(G, nodes, weight, message: str | None = None):
                    "Found infinite path length because the graph is not connected")
     if not nodes:
         return {}
+    # the algorithm NetworkX's sums come from (never Floyd-Warshall's, whose float
+    # sums of subpaths round otherwise)
+    backend, algorithm, _ = search(conv)
     red = row_metrics(conv.graph, np.array([conv.index[v] for v in nodes], dtype=np.int64),
-                      backend=resolve_backend("auto"))
+                      backend=backend, algorithm=algorithm)
     if (red["reachable"] < conv.graph.n).any():
         raise nx.NetworkXError(message)
     # max() of NetworkX's dict keeps the first largest: the source's int 0 when every

@@ -14,7 +14,7 @@ from ..errors import NegativeCycleError
 from ..graph import Graph
 from .convert import Converted, induced
 
-__all__ = ["ROW_BYTES", "distance_rows", "all_rows", "row_dict", "int_sum",
+__all__ = ["ROW_BYTES", "search", "distance_rows", "all_rows", "row_dict", "int_sum",
            "reaches_negative_cycle"]
 
 #: float64 distances held per batch: a large graph is computed in batches of sources,
@@ -37,6 +37,12 @@ def _choice(conv: Converted) -> tuple[str, str]:
     return "dijkstra", "float64"
 
 
+def search(conv: Converted) -> tuple[str, str, str]:
+    """(backend, algorithm, dtype) whose rows are NetworkX's numbers (:func:`_choice`;
+    float sums on the CPU)."""
+    return (resolve_backend("auto") if conv.exact else "cpu", *_choice(conv))
+
+
 def distance_rows(conv: Converted, sources, *, graph: Graph | None = None
                   ) -> Iterator[tuple[np.ndarray, np.ndarray]]:
     """``(batch of source indices, float64 rows)`` for ``sources`` in order, from
@@ -44,8 +50,7 @@ def distance_rows(conv: Converted, sources, *, graph: Graph | None = None
     :class:`mgapsp.NegativeCycleError` for a negative cycle anywhere in the graph."""
     graph = conv.graph if graph is None else graph
     sources = np.asarray(sources, dtype=np.int64)
-    backend = resolve_backend("auto") if conv.exact else "cpu"
-    algorithm, dtype = _choice(conv)
+    backend, algorithm, dtype = search(conv)
     batch = max(1, ROW_BYTES // (8 * graph.n))
     for start in range(0, len(sources), batch):
         chunk = sources[start:start + batch]

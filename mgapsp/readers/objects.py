@@ -37,9 +37,14 @@ def as_graph(obj, *, directed: bool | None = None, unweighted: bool = False,
     NetworkX graphs keep their node labels, whatever their kind (tuples too), in the
     order of ``G.nodes`` (the rows and columns of a result, as in NetworkX's
     ``floyd_warshall_numpy``).  ``weight`` is the edge attribute holding the weight (1
-    where an edge lacks it), or a function ``weight(u, v, data)`` returning an edge's
-    weight, or None to hide the edge, as in NetworkX's shortest path functions;
-    parallel edges of a multigraph keep the lightest.
+    where an edge lacks it; a multigraph's parallel edges keep the lightest), or a
+    function ``weight(u, v, data)`` returning an edge's weight, or None to hide the
+    edge, called as NetworkX's shortest path functions call it: once per direction of
+    travel (on an undirected graph for ``u -> v`` and for ``v -> u``), with the edge's
+    attributes, or on a multigraph the dict of its parallel edges (``{key: attrs}``).
+    An undirected graph whose function weighs the two directions differently is read
+    as the directed graph it describes (unless ``directed=False``, which keeps the
+    lighter direction).
 
     Bad input raises one :class:`~mgapsp.errors.GraphFormatError` (an
     :class:`~mgapsp.errors.MgapspError`): a shape that is not square, entries or
@@ -143,6 +148,23 @@ def _from_dense(obj, directed, unweighted) -> Graph:
                             directed=True if directed is None else directed)
 
 
+def _nx_weight(g, weight):
+    """NetworkX's weight function for ``weight``: the function itself, else the
+    attribute (1 where missing), the least over a multigraph's parallel edges."""
+    if callable(weight):
+        return weight
+    if g.is_multigraph():
+        return lambda u, v, keyed: min(attrs.get(weight, 1) for attrs in keyed.values())
+    return lambda u, v, data: data.get(weight, 1)
+
+
+def _symmetric(src: list, dst: list, w: list) -> bool:
+    """Whether every arc ``u -> v`` has its reverse of the same weight (an undirected
+    NetworkX graph whose weight function does not care about the direction)."""
+    arcs = dict(zip(zip(src, dst), w))
+    return all(arcs.get((v, u), None) == x for (u, v), x in arcs.items())
+
+
 def _is_real(value) -> bool:
     try:
         float(value)
@@ -163,17 +185,21 @@ def _from_networkx(g, directed, unweighted, weight) -> Graph:
     labels = [v.item() if isinstance(v, np.generic) else v for v in nodes]
     vertex_ids = np.fromiter(labels, dtype=object, count=len(labels))
     index = {v: i for i, v in enumerate(nodes)}
-    get = weight if callable(weight) else (lambda u, v, data: data.get(weight, 1))
+    get = _nx_weight(g, weight)
     src, dst, w = [], [], []
-    for u, v, data in g.edges(data=True):
-        x = 1 if unweighted else get(u, v, data)
-        if x is None:           # NetworkX's way to hide an edge
-            continue
-        src.append(index[u])
-        dst.append(index[v])
-        w.append(x)
+    # NetworkX walks G._adj: every edge from each of its ends on an undirected graph,
+    # a multigraph's parallel edges as one dict of them
+    for u, nbrs in g.adj.items():
+        iu = index[u]
+        for v, data in nbrs.items():
+            x = 1 if unweighted else get(u, v, data)
+            if x is None:       # NetworkX's way to hide an edge
+                continue
+            src.append(iu)
+            dst.append(index[v])
+            w.append(x)
     if directed is None:
-        directed = g.is_directed()
+        directed = g.is_directed() or not _symmetric(src, dst, w)
     # rows and columns in the order of G.nodes, as NetworkX's own matrices
     return Graph.from_edges(np.asarray(src, dtype=np.int64), np.asarray(dst, dtype=np.int64),
                             None if unweighted else w, n=len(nodes), directed=directed,

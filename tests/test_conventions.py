@@ -1,0 +1,144 @@
+"""Where mgapsp meets NetworkX's conventions and metrics meet ``targets`` (issue 51):
+weight functions called per direction of travel and with a multigraph's dict of
+parallel edges, closeness over a set of targets, the types NetworkX gives, and what
+is refused.  Each test failed on 171b3df."""
+
+from __future__ import annotations
+
+import random
+import subprocess
+import sys
+
+import networkx as nx
+import numpy as np
+import pytest
+
+import mgapsp
+
+
+def _uphill(u, v, d):
+    """A direction-dependent weight: downhill costs ten times the climb."""
+    return d["w"] if u < v else 10 * d["w"]
+
+
+def _path3():
+    g = nx.path_graph(3)
+    nx.set_edge_attributes(g, 1, "w")
+    return g
+
+
+def test_a_weight_function_is_called_per_direction_of_travel():
+    g = _path3()
+    got = mgapsp.apsp(g, weight=_uphill, sources=2)
+    want = nx.single_source_dijkstra_path_length(g, 2, weight=_uphill)
+    assert got.tolist() == [want[v] for v in g]
+    assert got.tolist() == [20, 10, 0]
+    assert mgapsp.as_graph(g, weight=_uphill).directed       # what it describes
+    assert not mgapsp.as_graph(g, weight=lambda u, v, d: d["w"]).directed
+    # directed=False keeps the lighter direction
+    assert mgapsp.apsp(g, weight=_uphill, sources=2, directed=False).tolist() == [2, 1, 0]
+
+
+def test_centralities_with_a_direction_dependent_weight_are_networkx_s():
+    g = _path3()
+    assert mgapsp.closeness_centrality(g, distance=_uphill) == pytest.approx(
+        nx.closeness_centrality(g, distance=_uphill), rel=1e-15)
+    assert mgapsp.harmonic_centrality(g, distance=_uphill) == pytest.approx(
+        nx.harmonic_centrality(g, distance=_uphill), rel=1e-15)
+    assert mgapsp.eccentricity(g, weight=_uphill) == nx.eccentricity(g, weight=_uphill)
+
+
+def test_a_multigraph_s_weight_function_gets_the_dict_of_parallel_edges():
+    m = nx.MultiGraph()
+    m.add_edge(0, 1, w=3)
+    m.add_edge(0, 1, w=1)
+    m.add_edge(1, 2, w=5)
+
+    def lightest(u, v, keyed):
+        return min(attrs["w"] for attrs in keyed.values())
+
+    want = nx.single_source_dijkstra_path_length(m, 0, weight=lightest)
+    assert mgapsp.apsp(m, weight=lightest, sources=0).tolist() == [want[v] for v in m]
+    assert mgapsp.apsp(m, weight="w", sources=0).tolist() == [0, 1, 6]
+
+
+def test_integral_float_weights_give_float_lengths_as_networkx():
+    g = nx.path_graph(3)
+    nx.set_edge_attributes(g, 2.0, "weight")
+    for fn in (mgapsp.eccentricity, nx.eccentricity):
+        e = fn(g, weight="weight")
+        assert e == {0: 4.0, 1: 2.0, 2: 4.0}
+        assert all(type(x) is float for x in e.values())
+    assert type(mgapsp.diameter(g, weight="weight")) is float
+    e = mgapsp.eccentricity(nx.path_graph(4))
+    assert all(type(x) is int for x in e.values())
+
+
+def test_eccentricity_through_the_backend_is_networkx_s_to_the_bit():
+    """Fractional weights on a dense graph: the backend's rows come from NetworkX's
+    own left-to-right sums, never Floyd-Warshall's."""
+    rng = random.Random(5)
+    for seed in range(12):
+        g = nx.gnp_random_graph(24, 0.6, seed=seed)
+        for u, v in g.edges:
+            g[u][v]["weight"] = rng.random() * 10
+        if not nx.is_connected(g):
+            continue
+        want = nx.eccentricity(g, weight="weight")
+        assert nx.eccentricity(g, weight="weight", backend="mgapsp") == want
+        assert nx.diameter(g, weight="weight", backend="mgapsp") == nx.diameter(
+            g, weight="weight")
+
+
+def test_negative_weights_are_refused_by_the_centralities():
+    d = nx.DiGraph([(0, 1), (1, 2)])
+    nx.set_edge_attributes(d, -1, "w")
+    for fn in (mgapsp.closeness_centrality, mgapsp.harmonic_centrality):
+        with pytest.raises(nx.NetworkXError, match="negative edge weights"):
+            fn(d, distance="w")
+
+
+def _stored_metrics(tmp_path, sources, targets):
+    out = tmp_path / f"m{len(list(tmp_path.iterdir()))}.zarr"
+    mgapsp.apsp(nx.path_graph(5), out=out, sources=sources, targets=targets,
+                metrics=["closeness", "harmonic", "eccentricity"], backend="cpu")
+    store = mgapsp.open(out).store
+    return out, {k: store.metric(k).tolist() for k in ("closeness", "harmonic")}
+
+
+def test_closeness_over_targets_counts_the_source_once(tmp_path):
+    """path_graph(5), source 0, target 4: one target reached at 4 (0.25), the source
+    counted once whether or not it is a target; never 0 or -0.0."""
+    _, m = _stored_metrics(tmp_path, [0], [4])
+    assert m == {"closeness": [0.25], "harmonic": [0.25]}
+    _, m = _stored_metrics(tmp_path, [4], [0])
+    assert m == {"closeness": [0.25], "harmonic": [0.25]}
+    _, m = _stored_metrics(tmp_path, [0], [0, 4])      # the source a target too
+    assert m == {"closeness": [0.25], "harmonic": [0.25]}
+    # every vertex a target: NetworkX's closeness
+    _, m = _stored_metrics(tmp_path, None, None)
+    want = nx.closeness_centrality(nx.path_graph(5))
+    assert m["closeness"] == pytest.approx([want[v] for v in range(5)], rel=1e-15)
+
+
+def test_verify_fails_a_store_whose_closeness_over_targets_is_wrong(tmp_path):
+    out, _ = _stored_metrics(tmp_path, [0, 1], [3, 4])
+    cli = [sys.executable, "-m", "mgapsp"]
+    assert subprocess.run(cli + ["verify", str(out), "--all"], capture_output=True).returncode == 0
+    import zarr
+
+    arr = zarr.open_array(out / "closeness", mode="r+")
+    arr[:] = [0.0, 0.0]         # what the old definition stored for a source outside
+    proc = subprocess.run(cli + ["verify", str(out), "--all"], capture_output=True, text=True)
+    assert proc.returncode != 0, proc.stdout
+
+
+def test_info_s_mean_distance_over_targets_is_the_mean_of_the_pairs(tmp_path):
+    """path_graph(5), every source, targets 3 and 4: 8 pairs of a source and another
+    target, whose distances sum to 17: 2.125."""
+    out, _ = _stored_metrics(tmp_path, None, [3, 4])
+    info = subprocess.run([sys.executable, "-m", "mgapsp", "info", str(out)],
+                          capture_output=True, text=True).stdout
+    assert "mean distance 2.125" in info, info
+    d = nx.floyd_warshall_numpy(nx.path_graph(5))[:, [3, 4]]
+    assert d[d > 0].mean() == 2.125
