@@ -74,7 +74,12 @@ def apsp(graph, *, out=None, algorithm: str = "auto", backend: str = "auto",
         Sources per batch; chosen from the graph and the device memory when omitted.
     predecessors : bool
         Also return (or store) the predecessor of every target on a shortest path,
-        ``-1`` where there is none.
+        ``-1`` where there is none.  The predecessors are vertex *positions* (0 to
+        n - 1, the order of the graph's labels), as SciPy's are, not labels: on a
+        graph whose labels are not ``0 .. n - 1`` (a DIMACS file's, from 1; a NetworkX
+        graph's nodes) ``as_graph(graph).labels[p]`` is the label of position ``p``.
+        A store's ``predecessors`` are positions too (``vertex[p]``), and
+        :meth:`Result.path` walks them into labels.
     client : distributed.Client, optional
     resume, overwrite : bool
         Continue, or replace, a store at ``out``.

@@ -146,9 +146,11 @@ def _cluster_options(command):
                    "sums within 2**24), else float64.")
 @click.option("--batch-size", type=click.IntRange(min=1), default=None,
               help="Sources per batch (default: from the graph and device memory).")
-@click.option("--sources", "sources_file", type=click.Path(dir_okay=False), default=None,
+@click.option("--sources", "sources_file", type=click.Path(dir_okay=False, exists=True),
+              default=None,
               help="File of source vertex ids (whitespace or comma separated).")
-@click.option("--targets", "targets_file", type=click.Path(dir_okay=False), default=None,
+@click.option("--targets", "targets_file", type=click.Path(dir_okay=False, exists=True),
+              default=None,
               help="File of target vertex ids: keep only these columns (many-to-many).")
 @click.option("--predecessors", is_flag=True, help="Also store shortest-path predecessors.")
 @click.option("--reverse", is_flag=True,
@@ -203,7 +205,9 @@ def run(graph, out, fmt, directed, unweighted, weight_column, algorithm, backend
     # released when the command ends
     metrics = check_metrics(metrics)        # a wrong name: one line, before any work
     lock = click.get_current_context().with_resource(StoreLock(out, new_run_id()))
-    check_target(out, resume=resume, overwrite=overwrite)
+    state = check_target(out, resume=resume, overwrite=overwrite)
+    if resume and state in ("absent", "empty", "remains"):
+        click.echo(f"{out}: no store to resume there; a new one is started", err=True)
     t0 = time.perf_counter()
     g = read_graph(graph, format=fmt, directed=directed, unweighted=unweighted,
                    weight_column=weight_column)
@@ -280,7 +284,8 @@ def _maybe_performance_report(path):
 def _summary(out, report, n_workers, size):
     p = report.plan
     click.echo(f"  done: {report.rows_run:,} rows in {report.seconds:.2f} s "
-               f"({report.rows_per_second:,.0f} rows/s) on {n_workers} workers; "
+               f"({report.rows_per_second:,.0f} rows/s) on {n_workers} "
+               f"worker{'s' if n_workers != 1 else ''}; "
                f"worker time: compute {report.compute_s:.2f} s, write {report.write_s:.2f} s")
     fw = report.floyd_warshall
     if fw:
@@ -435,11 +440,14 @@ def info(store):
                + (", predecessors" if j["predecessors"] else ""))
     if j.get("dtype_reason"):
         click.echo(f"dtype {j['dtype']}: {j['dtype_reason']}")
-    dist = s.group["distances"]
-    click.echo(f"layout: chunks of {dist.chunks[0]:,} x {dist.chunks[1]:,}, "
-               f"{j.get('compression', 'zstd')}, "
-               + ("a file per batch (a shard of its chunks)" if dist.shards
-                  else "a file per chunk"))
+    if j.get("distances", True):
+        dist = s.group["distances"]
+        click.echo(f"layout: chunks of {dist.chunks[0]:,} x {dist.chunks[1]:,}, "
+                   f"{j.get('compression', 'zstd')}, "
+                   + ("a file per batch (a shard of its chunks)" if dist.shards
+                      else "a file per chunk"))
+    else:
+        click.echo("layout: metrics only (--no-distances), a chunk per batch")
     from .store import StoreLock, batch_ranges, damaged_batches
 
     # progress from the batches' own flags, not the last record of it

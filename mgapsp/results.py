@@ -62,8 +62,10 @@ class Result:
 
     def __repr__(self) -> str:
         info = self.info
-        return (f"<mgapsp.Result {self.location!r}: {info['sources']} x {info['targets']} "
-                f"{info['dtype']}, {info['rows_done']} rows done>")
+        what = (f"{info['sources']} x {info['targets']} {info['dtype']}"
+                if self.store.job.get("distances", True)
+                else f"metrics only of {info['sources']} sources")
+        return f"<mgapsp.Result {self.location!r}: {what}, {info['rows_done']} rows done>"
 
     def __getitem__(self, name: str):
         return self.group[name]
@@ -227,4 +229,8 @@ class Result:
         except ImportError:
             raise MgapspError("to_xarray needs xarray: pip install xarray") from None
         # the store Zarr already opened: a path, or the objects of an s3:// store
-        return xarray.open_zarr(self.group.store_path.store, consolidated=False)
+        ds = xarray.open_zarr(self.group.store_path.store, consolidated=False)
+        if not self.store.job.get("distances", True):
+            # stores made before metrics-only ones left it out held an empty one
+            ds = ds.drop_vars([v for v in ("distances", "predecessors") if v in ds])
+        return ds

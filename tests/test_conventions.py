@@ -15,6 +15,8 @@ import pytest
 
 import mgapsp
 
+from conftest import DATA
+
 
 def _uphill(u, v, d):
     """A direction-dependent weight: downhill costs ten times the climb."""
@@ -142,3 +144,41 @@ def test_info_s_mean_distance_over_targets_is_the_mean_of_the_pairs(tmp_path):
     assert "mean distance 2.125" in info, info
     d = nx.floyd_warshall_numpy(nx.path_graph(5))[:, [3, 4]]
     assert d[d > 0].mean() == 2.125
+
+
+def test_a_metrics_only_store_holds_no_distance_array(tmp_path):
+    """--no-distances: no ``distances`` array that xarray or a reader would take for
+    all-NaN rows; the repr and info say what the store holds."""
+    out = tmp_path / "m.zarr"
+    mgapsp.apsp(nx.path_graph(6), out=out, metrics=["closeness"], distances=False,
+                backend="cpu")
+    r = mgapsp.open(out)
+    assert "distances" not in r
+    assert "metrics only of 6 sources" in repr(r)
+    assert "distances" not in r.to_xarray().data_vars
+    assert r.store.metric("closeness").tolist() == pytest.approx(
+        list(nx.closeness_centrality(nx.path_graph(6)).values()), rel=1e-15)
+    info = subprocess.run([sys.executable, "-m", "mgapsp", "info", str(out)],
+                          capture_output=True, text=True)
+    assert info.returncode == 0 and "metrics only" in info.stdout, info.stderr
+    proc = subprocess.run([sys.executable, "-m", "mgapsp", "verify", str(out), "--all"],
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_cli_says_what_it_does_with_a_missing_file_or_store(tmp_path):
+    """--sources naming no file: one line, a non-zero exit, no traceback; --resume of a
+    store that is not there says that a new one is started; one worker is a worker."""
+    cli = [sys.executable, "-m", "mgapsp", "run", str(DATA / "rome99.gr"), "--backend",
+           "cpu", "--no-dashboard", "-q"]
+    proc = subprocess.run(cli + ["-o", str(tmp_path / "a.zarr"), "--sources",
+                                 str(tmp_path / "missing.txt")], capture_output=True, text=True)
+    assert proc.returncode != 0 and "Traceback" not in proc.stderr
+    assert "does not exist" in proc.stderr and "Errno" not in proc.stderr
+    (tmp_path / "src.txt").write_text("1 2")
+    proc = subprocess.run(cli + ["-o", str(tmp_path / "b.zarr"), "--resume", "--sources",
+                                 str(tmp_path / "src.txt"), "--workers", "1"],
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert "no store to resume there; a new one is started" in proc.stderr
+    assert "on 1 worker;" in proc.stdout

@@ -50,7 +50,8 @@ class _Run:
         if store.fingerprint != fingerprint:
             raise MgapspError(f"{store_path}: stored graph does not match the job's "
                               f"fingerprint {fingerprint}")
-        for name in ("distances", "batch_done") + (
+        rows = store.job.get("distances", True)
+        for name in (("distances",) if rows else ()) + ("batch_done",) + (
                 ("predecessors",) if store.job["predecessors"] else ()):
             store.array(name)
         self.store = store

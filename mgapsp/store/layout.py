@@ -292,8 +292,9 @@ class Store:
         if missing:
             raise StoreError(f"{self.path}: damaged: job attribute {missing[0]!r} is "
                              "missing")
-        names = ["distances", "batch_done", "source_index", "target_index",
-                 "graph/indptr", "graph/indices", "graph/weights"]
+        names = ((["distances"] if job.get("distances", True) else [])
+                 + ["batch_done", "source_index", "target_index",
+                    "graph/indptr", "graph/indices", "graph/weights"])
         names += ["predecessors"] if job["predecessors"] else []
         for name in names:
             try:
@@ -374,10 +375,13 @@ class Store:
                 compressors=[Crc32cCodec()], dimension_names=("batch", "chunk"))
             return {"mgapsp_chunk_crcs": f"chunk_crc/{name}"}
 
-        group.create_array("distances", shape=(s, n), chunks=chunks, shards=row,
-                           dtype=plan.dtype, fill_value=np.nan, compressors=codecs,
-                           dimension_names=("source", "target"),
-                           attributes=ident("distances"))
+        # a metrics-only store (--no-distances) has no rows to hold: no array that
+        # xarray or a reader would take for them
+        if plan.distances:
+            group.create_array("distances", shape=(s, n), chunks=chunks, shards=row,
+                               dtype=plan.dtype, fill_value=np.nan, compressors=codecs,
+                               dimension_names=("source", "target"),
+                               attributes=ident("distances"))
         if plan.predecessors:
             group.create_array("predecessors", shape=(s, n), chunks=chunks, shards=row,
                                dtype="int32", fill_value=-1, compressors=codecs,
