@@ -105,6 +105,10 @@ KNOBS: dict[str, Knob] = {
         1800.0, float, "seconds without a finished batch (or ten times the slowest batch, "
         "if longer) after which a job stops with an error rather than wait on a hung "
         "cluster", user=True),
+    "store.object-retry-seconds": Knob(
+        120.0, float, "seconds a request to object storage is tried again while its "
+        "server does not answer or is busy (a restart, S3's 503 SlowDown) before the "
+        "batch fails and the job says so", user=True),
     "store.lock-stale": Knob(
         120.0, float, "seconds after which the lock of a store whose run is on another "
         "host, and no longer refreshes it, counts as abandoned", user=True),

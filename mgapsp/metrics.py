@@ -73,9 +73,9 @@ def _int_lengths(G, g: Graph, weight) -> bool:
         return g.integral_weights
     if weight is None:
         return True
-    from .readers.objects import _nx_weight
+    from .readers.objects import networkx_weight
 
-    get = _nx_weight(G, weight)
+    get = networkx_weight(G, weight)
     return all(isinstance(x, (int, np.integer)) and not isinstance(x, bool)
                for u, nbrs in G.adj.items() for v, d in nbrs.items()
                if (x := get(u, v, d)) is not None)

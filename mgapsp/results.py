@@ -47,6 +47,10 @@ def open(path) -> "Result":  # noqa: A001 - mgapsp.open, as zarr.open and xarray
     return Result(path)
 
 
+#: the store's own bookkeeping, not data: left out of :meth:`Result.to_xarray`
+_INTERNAL = ("batch_done", "source_index", "target_index")
+
+
 class Result:
     """Distances (and predecessors) of a store, addressed by vertex labels.
 
@@ -229,8 +233,9 @@ class Result:
         except ImportError:
             raise MgapspError("to_xarray needs xarray: pip install xarray") from None
         # the store Zarr already opened: a path, or the objects of an s3:// store
-        ds = xarray.open_zarr(self.group.store_path.store, consolidated=False)
+        ds = xarray.open_zarr(self.group.store_path.store, consolidated=None)
+        drop = [v for v in _INTERNAL if v in ds]
         if not self.store.job.get("distances", True):
             # stores made before metrics-only ones left it out held an empty one
-            ds = ds.drop_vars([v for v in ("distances", "predecessors") if v in ds])
-        return ds
+            drop += [v for v in ("distances", "predecessors") if v in ds]
+        return ds.drop_vars(drop)

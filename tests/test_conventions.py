@@ -182,3 +182,27 @@ def test_cli_says_what_it_does_with_a_missing_file_or_store(tmp_path):
     assert proc.returncode == 0, proc.stderr
     assert "no store to resume there; a new one is started" in proc.stderr
     assert "on 1 worker;" in proc.stdout
+
+
+def test_a_finished_store_opens_in_xarray_without_warnings_or_bookkeeping(tmp_path):
+    """Consolidated metadata once the job ends (again after a resumed run), and the
+    store's bookkeeping arrays out of ``to_xarray``'s data variables."""
+    import warnings
+
+    import xarray as xr
+
+    out = tmp_path / "c.zarr"
+    mgapsp.apsp(DATA / "rome99.gr", out=out, sources=[1, 2, 3], backend="cpu",
+                metrics=["closeness"])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        ds = xr.open_zarr(out)
+    assert ds["distances"].shape == (3, 3353)
+    assert set(mgapsp.open(out).to_xarray().data_vars) == {
+        "distances", "closeness", "reachable", "distance_sum"}
+    # a resumed run leaves it right
+    mgapsp.apsp(DATA / "rome99.gr", out=out, sources=[1, 2, 3], backend="cpu",
+                metrics=["closeness"], resume=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert float(xr.open_zarr(out)["distances"].sel(source=1, target=2)) == 193.0

@@ -46,12 +46,18 @@ def test_networkx_weight_function_hides_edges_and_multigraphs_keep_the_lightest(
     G.add_edge("b", "c", cost=1, closed=True)
     G.add_edge("a", "c", cost=9, closed=False)
 
-    def open_cost(u, v, data):
-        return None if data["closed"] else data["cost"]
+    def open_cost(u, v, keyed):
+        # as NetworkX calls it on a multigraph: the dict of the parallel edges
+        costs = [d["cost"] for d in keyed.values() if not d["closed"]]
+        return min(costs) if costs else None
 
     got = mgapsp.apsp(G, weight=open_cost, backend="cpu")
     # b -> c is hidden; a -> b takes the lighter of its two edges
     assert got.tolist() == [[0, 2, 9], [np.inf, 0, np.inf], [np.inf, np.inf, 0]]
+    want = dict(nx.all_pairs_dijkstra_path_length(G, weight=open_cost))
+    assert got[0, 1] == want["a"]["b"] and "c" not in want["b"]
+    # the attribute: the lightest of the parallel edges, 1 where missing
+    assert mgapsp.apsp(G, weight="cost", backend="cpu")[0].tolist() == [0, 2, 3]
 
 
 def test_networkx_integer_labels_make_no_extra_vertices():

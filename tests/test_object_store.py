@@ -248,3 +248,38 @@ def test_a_server_restart_mid_job_is_ridden_out(rome, tmp_path, monkeypatch):
         assert_stored(out, ref)
     finally:
         server.stop()
+
+
+@pytest.mark.slow
+def test_what_goes_wrong_with_the_server_is_said_in_the_user_s_terms(s3, data_dir,
+                                                                      tmp_path):
+    """Issue 51, item 10: a missing bucket, missing credentials, a plain-HTTP endpoint
+    without AWS_ALLOW_HTTP and a server that is down each end in one line that says
+    so; the retries against a server that is down last the configured window."""
+    src = tmp_path / "src.txt"
+    src.write_text("1 2 3")
+    base = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
+
+    def run(url, **env):
+        proc = subprocess.run(
+            [sys.executable, "-m", "mgapsp", "run", str(data_dir / "rome99.gr"), "-o", url,
+             "--backend", "cpu", "--no-dashboard", "-q", "--sources", str(src)],
+            capture_output=True, text=True, env={**base, **env}, timeout=300)
+        assert proc.returncode != 0 and "Traceback" not in proc.stderr, proc.stderr
+        return proc.stderr.strip().splitlines()[-1]
+
+    line = run("s3://no-such-bucket/out.zarr", **s3.env)
+    assert "the bucket 'no-such-bucket' does not exist" in line, line
+    no_keys = {k: v for k, v in s3.env.items() if not k.startswith("AWS_SECRET")
+               and k != "AWS_ACCESS_KEY_ID"}
+    line = run(f"s3://{BUCKET}/keys.zarr", **no_keys)
+    assert "no credentials: set AWS_ACCESS_KEY_ID" in line, line
+    no_http = {k: v for k, v in s3.env.items() if k != "AWS_ALLOW_HTTP"}
+    line = run(f"s3://{BUCKET}/http.zarr", **no_http)
+    assert "is plain HTTP: set AWS_ALLOW_HTTP=true" in line, line
+    from s3_local import free_port
+
+    down = {**s3.env, "AWS_ENDPOINT_URL": f"http://127.0.0.1:{free_port()}",
+            "DASK_MGAPSP__STORE__OBJECT_RETRY_SECONDS": "3"}
+    line = run(f"s3://{BUCKET}/down.zarr", **down)
+    assert "the server does not answer (tried for 3.0 s)" in line, line

@@ -308,7 +308,10 @@ def test_a_job_submits_its_batches_whole_or_in_a_window(data_dir, tmp_path, monk
 
     live = ("processing", "queued", "no-worker", "waiting", "memory", "released")
 
+    held = []       # batches the scheduler still holds, done or not (not forgotten)
+
     def on_progress(report, done, total):     # the scheduler's count of the job's batches
+        held.append(batches(("processing", "queued", "no-worker", "waiting", "memory")))
         if whole and not seen:
             # every batch the client submitted, done or not, reaches the scheduler (its
             # messages may lag behind the client's on a loaded machine)
@@ -328,6 +331,8 @@ def test_a_job_submits_its_batches_whole_or_in_a_window(data_dir, tmp_path, monk
     assert report.batches_run == 12
     if whole:
         assert most[0] == 12 and seen[0] == 12, (most, seen)
+        # finished batches stay until the job ends: Dask's Progress panel counts 12
+        assert held[-1] == 12, held
     else:
         assert most[0] <= 2 and max(seen) <= 2, (most, seen)
     assert verify_store(tmp_path / "w.zarr", all_rows=True).ok

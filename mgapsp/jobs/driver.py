@@ -393,9 +393,12 @@ class _Job:
         is counted as it comes; progress recorded at most every progress-interval,
         since each record rewrites zarr.json."""
         client = self.client
-        window = (len(todo) if len(todo) <= config.get("jobs.whole-job-batches") else
-                  max(1, config.get("jobs.in-flight-per-thread")
-                      * sum(client.nthreads().values())))
+        whole = len(todo) <= config.get("jobs.whole-job-batches")
+        window = (len(todo) if whole else max(1, config.get("jobs.in-flight-per-thread")
+                                                * sum(client.nthreads().values())))
+        # a whole job's finished batches stay held until it ends: the scheduler keeps
+        # them, so that Dask's Progress panel counts the whole job, not what is left
+        held: list = []
         pending = iter(todo)
         running = as_completed([self.submit(b) for _, b in zip(range(window), pending)])
         self.recorded_at = time.perf_counter()
@@ -417,7 +420,10 @@ class _Job:
                 except Exception as exc:
                     raise _job_error(exc, watchdog, self.store) from exc
                 watchdog.progress(stats["compute_s"] + stats["write_s"])
-                fut.release()
+                if whole:
+                    held.append(fut)
+                else:
+                    fut.release()
                 nxt = next(pending, None)
                 if nxt is not None:
                     running.add(self.submit(nxt))
@@ -440,6 +446,8 @@ class _Job:
             raise
         finally:
             watchdog.stop()
+            for fut in held:
+                fut.release()
 
     def count(self, stats: dict, report: JobReport) -> None:
         """A finished batch into the report and the progress."""

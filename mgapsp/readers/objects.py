@@ -148,7 +148,7 @@ def _from_dense(obj, directed, unweighted) -> Graph:
                             directed=True if directed is None else directed)
 
 
-def _nx_weight(g, weight):
+def networkx_weight(g, weight):
     """NetworkX's weight function for ``weight``: the function itself, else the
     attribute (1 where missing), the least over a multigraph's parallel edges."""
     if callable(weight):
@@ -185,7 +185,7 @@ def _from_networkx(g, directed, unweighted, weight) -> Graph:
     labels = [v.item() if isinstance(v, np.generic) else v for v in nodes]
     vertex_ids = np.fromiter(labels, dtype=object, count=len(labels))
     index = {v: i for i, v in enumerate(nodes)}
-    get = _nx_weight(g, weight)
+    get = networkx_weight(g, weight)
     src, dst, w = [], [], []
     # NetworkX walks G._adj: every edge from each of its ends on an undirected graph,
     # a multigraph's parallel edges as one dict of them

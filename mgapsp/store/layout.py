@@ -699,6 +699,20 @@ class Store:
                 pass
         return n
 
+    def consolidate(self) -> None:
+        """The arrays' metadata in the root's ``zarr.json``, where
+        ``xarray.open_zarr`` looks for it (client only; written again by every run
+        that completes the store, a resumed or a repaired one)."""
+        import warnings
+
+        with warnings.catch_warnings():
+            # Zarr's note that v3's specification has no consolidated metadata yet:
+            # Zarr and xarray read it, and other readers list the folders instead
+            warnings.filterwarnings("ignore", "Consolidated metadata", UserWarning)
+            self.group = zarr.consolidate_metadata(self.group.store_path.store,
+                                                   path=self.group.store_path.path or None)
+        self._arrays.clear()
+
     def mark_done(self, batches, rows_done: int, n_done: int, *, complete: bool = False,
                   extra: dict | None = None) -> None:
         """Record finished batches and the progress summary (client only).
@@ -722,6 +736,8 @@ class Store:
         from .writer import update_attributes
 
         update_attributes(self.group, {"progress": progress})
+        if complete:
+            self.consolidate()
 
 
 def _stored_labels(graph: Graph) -> np.ndarray:

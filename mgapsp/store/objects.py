@@ -21,6 +21,7 @@ import re
 import threading
 from dataclasses import dataclass
 
+from .. import config
 from ..errors import StoreError
 
 __all__ = ["is_url", "location", "Bucket", "bucket", "bucket_of", "Meta"]
@@ -82,7 +83,7 @@ class Bucket:
         if not bucket or not prefix:
             raise StoreError(f"{url}: a store is a folder of its own in a bucket (such as "
                              f"{scheme}://bucket/out.zarr), not a bucket's root")
-        self.prefix = prefix
+        self.prefix, self.bucket = prefix, bucket
         try:
             self.client = from_url(f"{scheme}://{bucket}", **_options(scheme))
         except Exception as exc:        # obstore's config errors: one line
@@ -157,9 +158,14 @@ class Bucket:
                               use_multipart=len(view) > MULTIPART_BYTES)
         except AlreadyExistsError:
             raise FileExistsError(key) from None
-        except (PreconditionError, FileNotFoundError):
-            # a version that is not the object's, or none left to match
-            raise InterruptedError(key) from None
+        except FileNotFoundError:
+            if not isinstance(mode, dict):
+                # a PUT that matches no version fails so only where the bucket is gone
+                raise StoreError(f"{self.url}: the bucket {self.bucket!r} does not "
+                                 "exist; create it first") from None
+            raise InterruptedError(key) from None   # the version matched is gone
+        except PreconditionError:
+            raise InterruptedError(key) from None   # a version that is not the object's
         except Exception as exc:
             raise self._error(name, "write", exc) from None
         return res.get("e_tag")
@@ -205,14 +211,11 @@ class Bucket:
 
     def _error(self, name: str, what: str, exc: Exception) -> StoreError:
         where = f"{self.url}/{name}" if name else self.url
-        return StoreError(f"{where}: cannot {what} it in the object store: {_first(exc)}")
+        return StoreError(f"{where}: cannot {what} it in the object store: {_explain(exc)}")
 
 
 #: the largest object written in one PUT (S3 takes up to 5 GiB in one)
 MULTIPART_BYTES = 4 * 2**30
-#: how long a request is tried again while the server is out of reach or busy (S3's
-#: 503 SlowDown, a restart), before the batch fails and the job says so
-RETRY_SECONDS = 120
 
 
 def _options(scheme: str) -> dict:
@@ -221,14 +224,32 @@ def _options(scheme: str) -> dict:
     says so (as obstore's S3 client reads it)."""
     from datetime import timedelta
 
+    # the time, not a count of tries, bounds the retries (30 tries took 8 s against a
+    # server that was down)
     options: dict = {"retry_config": {
-        "max_retries": 30, "retry_timeout": timedelta(seconds=RETRY_SECONDS),
+        "max_retries": 1_000_000, "retry_timeout": timedelta(seconds=config.get(
+            "store.object-retry-seconds")),
         "backoff": {"init_backoff": timedelta(milliseconds=100),
                     "max_backoff": timedelta(seconds=5), "base": 2}}}
     if scheme in ("s3", "s3a") and os.environ.get("AWS_ALLOW_HTTP", "").lower() in (
             "1", "true", "yes"):
         options["client_options"] = {"allow_http": True}
     return options
+
+
+def _explain(exc: Exception) -> str:
+    """What went wrong, in the user's terms where obstore's words are its own."""
+    text = str(exc)
+    if "169.254.169.254" in text:
+        return ("no credentials: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (the "
+                "client looked for a cloud machine's own credentials and found none)")
+    if "builder error" in text and os.environ.get("AWS_ENDPOINT_URL", "").startswith("http:"):
+        return (f"the endpoint {os.environ['AWS_ENDPOINT_URL']} is plain HTTP: set "
+                "AWS_ALLOW_HTTP=true to use it")
+    if "error sending request" in text:
+        return ("the server does not answer (tried for "
+                f"{config.get('store.object-retry-seconds')} s)")
+    return _first(exc)
 
 
 def _first(exc: Exception) -> str:
