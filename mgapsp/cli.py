@@ -16,6 +16,7 @@ import numpy as np
 
 from . import algorithms
 from .errors import GraphFormatError, MgapspError, UnknownLabelError
+from .readers.text import FORMATS
 
 
 
@@ -40,6 +41,9 @@ _MAX_DAMAGED = 20
 
 #: the longest error line printed: a message quoting a huge field is cut
 _MAX_LINE = 500
+#: a graph with negative weights and at most this many edges is checked for a negative
+#: cycle on the CPU before the job's cluster starts
+NEGATIVE_CHECK_EDGES = 2_000_000
 
 
 def _one_line(text: str) -> str:
@@ -129,8 +133,9 @@ def _cluster_options(command):
 @main.command()
 @click.argument("graph", type=click.Path(dir_okay=False))
 @click.option("-o", "--out", required=True, type=click.Path(), help="Zarr store to write.")
-@click.option("--format", "fmt", default="auto", show_default=True,
-              help="Input format: auto, snap, csv, tsv, dimacs, pace, mtx, tntp, tsplib.")
+@click.option("--format", "fmt", type=click.Choice(("auto",) + FORMATS), default="auto",
+              show_default=True, help="Input format (auto: from the file's name and first "
+              "lines).")
 @click.option("--directed/--undirected", default=None,
               help="Override the format's directedness (undirected adds both directions).")
 @click.option("--unweighted", is_flag=True, help="Ignore weights: every edge weighs 1.")
@@ -186,7 +191,14 @@ def run(graph, out, fmt, directed, unweighted, weight_column, algorithm, backend
         scheduler, scheduler_file, tls_ca_file, tls_cert, tls_key, cpu_workers, gpus, workers,
         dashboard,
         performance_report, quiet):
-    """Compute shortest-path distances from every source of GRAPH into a Zarr store."""
+    """Compute shortest-path distances from every source of GRAPH into a Zarr store.
+
+    \b
+    Examples:
+      mgapsp run rome99.gr -o rome99.zarr
+      mgapsp run roads.gr.gz -o od.zarr --sources origins.txt --targets sinks.txt
+      mgapsp run graph.csv -o m.zarr --metrics closeness,eccentricity --no-distances
+    """
     quiet = quiet or click.get_current_context().obj.get("quiet", False)
     from .api import resolve_backend
     from .jobs.cluster import connect, one_process, tls_security
@@ -218,6 +230,11 @@ def run(graph, out, fmt, directed, unweighted, weight_column, algorithm, backend
         g = reversed_graph(g)
     sources = read_ids(sources_file, g, "source") if sources_file else None
     targets = read_ids(targets_file, g, "target") if targets_file else None
+    if g.has_negative_weights and g.m <= NEGATIVE_CHECK_EDGES:
+        # a negative cycle: one line before any cluster or dashboard starts
+        from .backends import get_backend
+
+        get_backend("cpu").potentials(g)
     security = tls_security(tls_ca_file, tls_cert, tls_key)
     attached = bool(scheduler or scheduler_file)
     if security is not None and not attached:
@@ -423,7 +440,12 @@ STORE = _Store()
 @main.command()
 @click.argument("store", type=STORE)
 def info(store):
-    """Describe a store: the graph, the options and the progress."""
+    """Describe a store: the graph, the options and the progress.
+
+    \b
+    Example:
+      mgapsp info rome99.zarr
+    """
     from .store import Store, store_size
 
     s = Store.open(store)
@@ -484,7 +506,13 @@ def info(store):
 @click.option("--all", "all_rows", is_flag=True, help="Recompute every row.")
 @click.option("--seed", type=int, default=0, show_default=True)
 def verify(store, samples, all_rows, seed):
-    """Recompute rows with SciPy; exit 0 only if every one matches."""
+    """Recompute rows with SciPy; exit 0 only if every one matches.
+
+    \b
+    Examples:
+      mgapsp verify rome99.zarr --samples 64
+      mgapsp verify rome99.zarr --all
+    """
     from .store.verify import verify_store
 
     from .store import batch_ranges
@@ -523,7 +551,12 @@ def verify(store, samples, all_rows, seed):
 def repair(store, backend, scheduler, scheduler_file, tls_ca_file, tls_cert, tls_key,
            gpus, workers, dashboard):
     """Check every chunk of STORE against its checksum and compute the damaged (and
-    missing) batches again."""
+    missing) batches again.
+
+    \b
+    Example:
+      mgapsp repair rome99.zarr
+    """
     from .api import resolve_backend
     from .jobs.cluster import connect, tls_security
     from .jobs.driver import check_for_repair, repair_job
@@ -555,7 +588,12 @@ def repair(store, backend, scheduler, scheduler_file, tls_ca_file, tls_cert, tls
 @click.argument("u")
 @click.argument("v")
 def path(store, u, v):
-    """Print a shortest path from U to V (vertex labels), from stored predecessors."""
+    """Print a shortest path from U to V (vertex labels), from stored predecessors.
+
+    \b
+    Example (a store made with --predecessors):
+      mgapsp path rome99.zarr 1 100
+    """
     from .results import Result
 
     result = Result(store)

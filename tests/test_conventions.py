@@ -206,3 +206,48 @@ def test_a_finished_store_opens_in_xarray_without_warnings_or_bookkeeping(tmp_pa
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert float(xr.open_zarr(out)["distances"].sel(source=1, target=2)) == 193.0
+
+
+@pytest.mark.parametrize("content,words", [
+    ("A B 1\nB C 2\n".encode("utf-16"), "not UTF-8 text: UTF-16"),
+    (b"caf\xe9 B 1\ncafe B 2\n", "1: not UTF-8 text: byte 0xe9"),
+    (b"a b 1\n\x00\x01\x02\xff garbage\n", "not UTF-8 text: binary data"),
+])
+def test_text_that_is_not_utf8_is_refused_in_one_line(tmp_path, content, words):
+    """Never read with replacement characters: two labels differing in one Latin-1
+    letter would become one vertex (issue 56's item 10 too)."""
+    path = tmp_path / "g.txt"
+    path.write_bytes(content)
+    proc = subprocess.run([sys.executable, "-m", "mgapsp", "run", str(path), "-o",
+                           str(tmp_path / "g.zarr"), "--backend", "cpu", "-q",
+                           "--no-dashboard"], capture_output=True, text=True)
+    assert proc.returncode != 0 and "Traceback" not in proc.stderr
+    line = proc.stderr.strip().splitlines()[-1]
+    assert words in line and "\\x" not in line, line
+    assert not (tmp_path / "g.zarr").exists()
+
+
+def test_a_negative_cycle_is_refused_before_any_cluster(tmp_path):
+    """Found on the CPU while nothing is started: no dashboard, no store."""
+    proc = subprocess.run([sys.executable, "-m", "mgapsp", "-v", "run",
+                           str(DATA / "soc-sign-bitcoinalpha.csv"), "-o",
+                           str(tmp_path / "n.zarr"), "--backend", "cpu", "-q"],
+                          capture_output=True, text=True)
+    assert proc.returncode != 0
+    assert proc.stderr.strip().splitlines()[-1].startswith("error: negative cycle")
+    assert "dashboard" not in proc.stderr.lower() and "cluster" not in proc.stderr.lower()
+    assert not (tmp_path / "n.zarr").exists()
+
+
+def test_every_subcommand_s_help_has_an_example_and_formats_are_listed():
+    from click.testing import CliRunner
+
+    from mgapsp.cli import main
+    from mgapsp.readers import FORMATS
+
+    runner = CliRunner()
+    for cmd in ("run", "info", "verify", "repair", "path"):
+        out = runner.invoke(main, [cmd, "--help"]).output
+        assert "Example" in out and f"mgapsp {cmd} " in out, out
+    run_help = runner.invoke(main, ["run", "--help"]).output
+    assert all(f in run_help for f in FORMATS)

@@ -112,11 +112,13 @@ class JobPage:
         else:
             eta = job.eta(now)
             state = f"{_duration(eta) if eta is not None else '?'} left"
+        if not job.failed and not job.complete():
+            state += f"; running {_duration(job.elapsed(now))}"
         rate = job.rate(now)
         self.header.text = (
             f"<h2>mgapsp job {html.escape(job.run)}</h2>"
             f"<p><b>Rows {done:,} / {total:,}</b> ({done / max(total, 1):.1%}), "
-            f"{rate:,.0f} rows/s, {state}; running {_duration(job.elapsed(now))}"
+            f"{rate:,.0f} rows/s, {state}"
             f" &middot; store <code>{html.escape(job.store)}</code></p>")
 
     def _bar(self, job: JobRecord) -> None:

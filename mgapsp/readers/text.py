@@ -124,8 +124,25 @@ def _open_error(path: str, exc: OSError) -> GraphFormatError:
     return GraphFormatError(f"cannot read the file: {exc.strerror or exc}", path)
 
 
-def _decode(data: bytes | bytearray) -> str:
-    text = data.decode("utf-8", errors="replace")
+def _decode(data: bytes | bytearray, path: str, first_line: int = 1,
+            cut: bool = False) -> str:
+    """UTF-8 text, or one line saying why it is not: a UTF-16 file (its byte-order
+    mark or its NUL bytes), binary data, bytes of another encoding (two labels that
+    differ in one such letter must never be read as one).  ``cut``: ``data`` may end
+    inside a character (a line cut short), which is then dropped."""
+    if data[:2] in (b"\xff\xfe", b"\xfe\xff") or b"\x00" in data[:4096]:
+        what = ("UTF-16 or UTF-32 (save it as UTF-8)" if data[:2] in (b"\xff\xfe",
+                b"\xfe\xff") or data[1:2] == b"\x00" or data[:1] == b"\x00"
+                else "binary data")
+        raise GraphFormatError(f"not UTF-8 text: {what}", path)
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        if cut and exc.reason == "unexpected end of data":
+            return _decode(data[:exc.start], path, first_line)
+        line = first_line + data.count(b"\n", 0, exc.start)
+        raise GraphFormatError(f"not UTF-8 text: byte 0x{data[exc.start]:02x} (Latin-1 "
+                               "or another encoding? save it as UTF-8)", path, line) from None
     if text.startswith("\ufeff"):
         text = text[1:]
     if "\r" in text:
@@ -185,7 +202,7 @@ def read_lines(path: str) -> list[str]:
             data = _gunzip(data, path)
         except (OSError, EOFError, zlib.error) as exc:
             raise GraphFormatError(f"not readable as gzip: {exc}", path) from None
-    text = _decode(data)
+    text = _decode(data, path)
     del data
     lines = text.split("\n")
     del text
@@ -225,8 +242,11 @@ def _iter_lines(path: str):
             fh.seek(0)
             raw = gzip.GzipFile(fileobj=fh) if _is_gzip(path, head) else fh
             try:
+                lineno = 0
                 while line := raw.readline(_SNIFF_LINE):
-                    yield _decode(line).rstrip("\n")
+                    lineno += 1
+                    yield _decode(line, path, lineno, cut=not line.endswith(b"\n")
+                                  ).rstrip("\n")
                     while not line.endswith(b"\n") and len(line) == _SNIFF_LINE:
                         line = raw.readline(_SNIFF_LINE)     # the line's tail: skipped
             except (OSError, EOFError, zlib.error) as exc:
