@@ -191,7 +191,11 @@ def closeness_centrality(G, u=None, distance=None, wf_improved=True, *,
                      else f"Source {u} is not in G", "NodeNotFound")
     _no_negative(G, g, "closeness_centrality")
     nodes = [u] if u is not None else g.labels.tolist()
-    rows = reversed_graph(g) if _into(G, g) else g
+    if _is_networkx(G) and G.is_directed():
+        # NetworkX searches G.reverse(), calling a weight function on its arcs
+        rows = _graph(G.reverse(copy=False), distance)
+    else:
+        rows = reversed_graph(g) if _into(G, g) else g
     red = row_metrics(rows, None if u is None else [u], backend=backend,
                       algorithm=algorithm)
     c = metric_values(red, g.n)["closeness"]
