@@ -123,6 +123,7 @@ def test_closeness_over_targets_counts_the_source_once(tmp_path):
     assert m["closeness"] == pytest.approx([want[v] for v in range(5)], rel=1e-15)
 
 
+@pytest.mark.slow
 def test_verify_fails_a_store_whose_closeness_over_targets_is_wrong(tmp_path):
     out, _ = _stored_metrics(tmp_path, [0, 1], [3, 4])
     cli = [sys.executable, "-m", "mgapsp"]
@@ -135,6 +136,7 @@ def test_verify_fails_a_store_whose_closeness_over_targets_is_wrong(tmp_path):
     assert proc.returncode != 0, proc.stdout
 
 
+@pytest.mark.slow
 def test_info_s_mean_distance_over_targets_is_the_mean_of_the_pairs(tmp_path):
     """path_graph(5), every source, targets 3 and 4: 8 pairs of a source and another
     target, whose distances sum to 17: 2.125."""
@@ -146,6 +148,7 @@ def test_info_s_mean_distance_over_targets_is_the_mean_of_the_pairs(tmp_path):
     assert d[d > 0].mean() == 2.125
 
 
+@pytest.mark.slow
 def test_a_metrics_only_store_holds_no_distance_array(tmp_path):
     """--no-distances: no ``distances`` array that xarray or a reader would take for
     all-NaN rows; the repr and info say what the store holds."""
@@ -166,6 +169,7 @@ def test_a_metrics_only_store_holds_no_distance_array(tmp_path):
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
+@pytest.mark.slow
 def test_cli_says_what_it_does_with_a_missing_file_or_store(tmp_path):
     """--sources naming no file: one line, a non-zero exit, no traceback; --resume of a
     store that is not there says that a new one is started; one worker is a worker."""
@@ -208,6 +212,7 @@ def test_a_finished_store_opens_in_xarray_without_warnings_or_bookkeeping(tmp_pa
         assert float(xr.open_zarr(out)["distances"].sel(source=1, target=2)) == 193.0
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("content,words", [
     ("A B 1\nB C 2\n".encode("utf-16"), "not UTF-8 text: UTF-16"),
     (b"caf\xe9 B 1\ncafe B 2\n", "1: not UTF-8 text: byte 0xe9"),
@@ -227,6 +232,7 @@ def test_text_that_is_not_utf8_is_refused_in_one_line(tmp_path, content, words):
     assert not (tmp_path / "g.zarr").exists()
 
 
+@pytest.mark.slow
 def test_a_negative_cycle_is_refused_before_any_cluster(tmp_path):
     """Found on the CPU while nothing is started: no dashboard, no store."""
     proc = subprocess.run([sys.executable, "-m", "mgapsp", "-v", "run",

@@ -34,7 +34,7 @@ def _roundtrip(x: np.ndarray) -> np.ndarray:
     return planes.decode(planes.encode(x)).view(x.dtype).reshape(x.shape)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(hnp.arrays(st.sampled_from(DTYPES),
                   hnp.array_shapes(min_dims=1, max_dims=2, min_side=0, max_side=200)))
 def test_every_word_comes_back(x):
@@ -100,6 +100,7 @@ print(type(a.metadata.codecs[1]).__name__, ds["d"].shape)
 """
 
 
+@pytest.mark.slow
 def test_zarr_and_xarray_read_it_through_the_entry_point(tmp_path):
     """A process that never imports mgapsp reads the chunks: Zarr loads the codec from
     the ``zarr.codecs`` entry point."""

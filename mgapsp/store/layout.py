@@ -267,7 +267,10 @@ class Store:
             raise StoreError(f"{path}: a store whose creation did not finish (its run "
                              "stopped); run the job again with --resume or --overwrite")
         try:
-            group = zarr.open_group(_zarr_place(path, read_only=mode == "r"), mode=mode)
+            # each array's own zarr.json, never the consolidated copy that a complete
+            # store keeps for xarray: an array removed or damaged since is seen
+            group = zarr.open_group(_zarr_place(path, read_only=mode == "r"), mode=mode,
+                                    use_consolidated=False)
         except Exception as exc:  # zarr raises several types for unreadable metadata
             raise StoreError(f"{path}: cannot open as a Zarr group: {_clip(exc)}") from exc
         version = group.attrs["format_version"]
@@ -709,9 +712,8 @@ class Store:
             # Zarr's note that v3's specification has no consolidated metadata yet:
             # Zarr and xarray read it, and other readers list the folders instead
             warnings.filterwarnings("ignore", "Consolidated metadata", UserWarning)
-            self.group = zarr.consolidate_metadata(self.group.store_path.store,
-                                                   path=self.group.store_path.path or None)
-        self._arrays.clear()
+            zarr.consolidate_metadata(self.group.store_path.store,
+                                      path=self.group.store_path.path or None)
 
     def mark_done(self, batches, rows_done: int, n_done: int, *, complete: bool = False,
                   extra: dict | None = None) -> None:
