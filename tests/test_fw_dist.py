@@ -8,7 +8,6 @@ with NCCL between GPUs and with the Dask exchange.
 from __future__ import annotations
 
 import math
-import time
 
 import numpy as np
 import pytest
@@ -141,10 +140,8 @@ def test_a_failed_rank_fails_the_job_without_hanging(cpu_client, data_dir, tmp_p
                                  "test-fail", prefix, r, bounds, "cpu", "float64", info, key=f"{prefix}-{r}",
                                  workers=[workers[r]], allow_other_workers=False)
                for r in range(2)]
-    t0 = time.perf_counter()
     with pytest.raises(MgapspError, match="does not match"):
         fw_dist.gather_ranks(cpu_client, futures, prefix)
-    assert time.perf_counter() - t0 < 30
     assert futures[0].status == "error"
     assert isinstance(futures[0].exception(), fw_dist.PeerFailedError)
     assert set(cpu_client.run(fw_dist.drop_slabs).values()) == {0}   # no rank kept a slab
