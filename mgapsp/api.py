@@ -74,12 +74,7 @@ def apsp(graph, *, out=None, algorithm: str = "auto", backend: str = "auto",
         Sources per batch; chosen from the graph and the device memory when omitted.
     predecessors : bool
         Also return (or store) the predecessor of every target on a shortest path,
-        ``-1`` where there is none.  The predecessors are vertex *positions* (0 to
-        n - 1, the order of the graph's labels), as SciPy's are, not labels: on a
-        graph whose labels are not ``0 .. n - 1`` (a DIMACS file's, from 1; a NetworkX
-        graph's nodes) ``as_graph(graph).labels[p]`` is the label of position ``p``.
-        A store's ``predecessors`` are positions too (``vertex[p]``), and
-        :meth:`Result.path` walks them into labels.
+        ``-1`` where none: positions as SciPy's (``as_graph(graph).labels[p]``).
     client : distributed.Client, optional
     resume, overwrite : bool
         Continue, or replace, a store at ``out``.
@@ -91,10 +86,8 @@ def apsp(graph, *, out=None, algorithm: str = "auto", backend: str = "auto",
         For a data frame: the columns of the edges' ends (their labels), as in
         NetworkX's ``from_pandas_edgelist`` (cuGraph's ``destination`` is ``target``).
     compression : {"auto", "planes", "lz4", "zstd", "none"}
-        A new store's chunks: ``planes``, mgapsp's own format that GPUs encode at the
-        kernels' pace (read wherever mgapsp is installed), or Blosc, bit-shuffled,
-        ``lz4`` (fast) or ``zstd`` (smaller).  ``auto``: planes for GPU jobs, lz4 for
-        CPU jobs.
+        A new store's chunks (``auto``: planes for GPU jobs, lz4 for CPU ones;
+        :data:`mgapsp.store.COMPRESSIONS`).
     shards : bool
         A new store keeps each batch's rows in one file (a Zarr shard: few, large
         files, as cluster file systems want); ``False``: a file per chunk.
