@@ -68,8 +68,7 @@ def apsp(graph, *, out=None, algorithm: str = "auto", backend: str = "auto",
         rounded.  A tuple is one label (a NetworkX graph's); pass several in a list.
         Booleans, sets and nested sequences raise :class:`MgapspError`.
     targets : label or 1-D sequence of labels, optional
-        Columns to keep (``None``: every vertex), read as ``sources``; many-to-many
-        distances.
+        Columns to keep (``None``: every vertex), read as ``sources``: many-to-many.
     batch_size : int, optional
         Sources per batch; chosen from the graph and the device memory when omitted.
     predecessors : bool
