@@ -58,6 +58,7 @@ def _check_job(graph, report, group, ranks, dtype="float64"):
     assert group.attrs["progress"]["complete"] is True
 
 
+@pytest.mark.slow
 def test_real_graph_two_cpu_slabs_equal_scipy(cpu_client, data_dir, tmp_path):
     # SuiteSparse test_FW_1000: rows 0-511 on one worker, 512-999 on the other
     graph = mgapsp.read_graph(data_dir / "test_FW_1000.mtx")

@@ -45,6 +45,7 @@ def assert_is_chordal_completion(h: hierarchy.Hierarchy, graph: Graph) -> None:
     assert (np.sort(h.order[h.rank]) == np.arange(n)).all()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name,count", ROADS, ids=[r[0] for r in ROADS])
 def test_road_networks_match_scipy(data_dir, name, count):
     graph = read_graph(data_dir / name)
@@ -54,6 +55,7 @@ def test_road_networks_match_scipy(data_dir, name, count):
     assert_distances_equal(cpu_sweep.distances(h, src), scipy_distances(graph, src))
 
 
+@pytest.mark.slow
 def test_ny_road_network_sample(data_dir):
     graph = read_graph(data_dir / "NY.pace.gr.gz")
     h = hierarchy.build(graph)
@@ -94,6 +96,7 @@ def assert_closed_upward(h: hierarchy.Hierarchy, mark: np.ndarray) -> None:
     assert mark[p[p >= 0]].all()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["rome99.gr", "Austin_net.tntp", "NY.pace.gr.gz"])
 def test_restricted_sweep_matches_the_full_one(data_dir, name):
     """RPHAST: with targets, the sweep covers their paths to the root alone and gives
@@ -120,6 +123,7 @@ def test_restricted_sweep_matches_the_full_one(data_dir, name):
     assert cpu_sweep.distances(h, [], targets=[0, 1]).shape == (0, 2)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name,count", ROADS, ids=[r[0] for r in ROADS])
 def test_predecessors_on_road_networks(data_dir, name, count):
     graph = read_graph(data_dir / name)

@@ -36,6 +36,7 @@ def _nx(path, data_dir) -> nx.Graph:
     return G
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("path", ["karate.mtx", "USAir97.mtx", "netscience.mtx",
                                   "SiouxFalls_net.tntp", "gr17.tsp"])
 def test_real_graphs(path, data_dir):
@@ -289,6 +290,7 @@ def test_info_gives_diameter_radius_and_average_length(cpu_client, data_dir, tmp
         mgapsp.apsp(G, metrics=("closeness",))
 
 
+@pytest.mark.slow
 def test_metrics_without_the_distances(cpu_client, data_dir, tmp_path):
     """--no-distances: the metrics alone, a store of kilobytes for rome99; verify
     recomputes rows and compares the metrics, and finds a wrong one."""
@@ -387,6 +389,7 @@ def _scipy_histogram(g, edges, sources=None):
     return np.histogram(finite, bins=edges)[0], int(np.isinf(d).sum()), finite
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("path", ["karate.mtx", "USAir97.mtx", "rome99.gr",
                                   "p2p-Gnutella08.txt"])
 def test_distance_histogram_of_real_graphs(path, data_dir):
@@ -450,6 +453,7 @@ def test_histogram_bins_of_float64_never_cross_an_edge():
     assert np.isinf(h.edges[-1])
 
 
+@pytest.mark.slow
 def test_a_job_stores_the_distance_histogram(cpu_client, data_dir, tmp_path):
     """--metrics histogram: a batch's counts each, summed when read; the same as the
     in-process answer; resumed batches add to the same bins; info gives the median's

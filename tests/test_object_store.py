@@ -155,6 +155,7 @@ def test_a_damaged_shard_is_found_and_repaired(s3, rome):
     assert_stored(out, ref)
 
 
+@pytest.mark.slow
 def test_the_lock_is_one_runs_and_a_stale_one_goes_to_one_taker(s3):
     out = url("locked")
     first = StoreLock(out, "run-a").acquire()

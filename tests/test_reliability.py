@@ -475,6 +475,7 @@ def test_repair_from_the_command_line(tmp_path):
     assert r["verify_all"].rc == 0, r["verify_all"].out
 
 
+@pytest.mark.slow
 def test_resume_recomputes_a_damaged_batch(cpu_client, rome, tmp_path):
     """--resume does not trust a flag whose shard is gone, emptied or truncated."""
     out = tmp_path / "res.zarr"
@@ -488,6 +489,7 @@ def test_resume_recomputes_a_damaged_batch(cpu_client, rome, tmp_path):
     assert_distances_equal(Store.open(out).group["distances"][:], scipy_distances(rome))
 
 
+@pytest.mark.slow
 def test_resume_checks_a_small_store_deeply(cpu_client, rome, tmp_path):
     """Flipped bytes inside a shard's data pass the quick check (the file is whole):
     --resume of a store under mgapsp.store.deep-check-bytes checks every chunk's
@@ -508,6 +510,7 @@ def test_resume_checks_a_small_store_deeply(cpu_client, rome, tmp_path):
     assert_distances_equal(Store.open(out).group["distances"][:], scipy_distances(rome))
 
 
+@pytest.mark.slow
 def test_shards_in_the_wrong_place_are_damage(cpu_client, rome, tmp_path):
     """Whole shards in another batch's place, or from another store of the same job,
     pass every checksum; their identity says where they belong, so every quick check
@@ -533,6 +536,7 @@ def test_shards_in_the_wrong_place_are_damage(cpu_client, rome, tmp_path):
     assert_distances_equal(mgapsp.open(a).distances(), scipy_distances(rome))
 
 
+@pytest.mark.slow
 def test_chunk_files_in_the_wrong_place_are_damage(cpu_client, rome, tmp_path):
     """Without shards a file's name is all that says where a chunk belongs: each
     batch records its chunks' CRCs, so a chunk file copied over another is found by
