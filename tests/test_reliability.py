@@ -782,3 +782,58 @@ def test_gpu_written_chunks_pass_their_checksums(gpu_client, data_dir, tmp_path,
     assert not damaged_batches(Store.open(out), deep=True)
     assert_distances_equal(Store.open(out).group["distances"][:],
                            scipy_distances(graph, range(2048)), dtype="float32")
+
+
+# -- what is not a store's own file (issue 56, items 8 and 9) ------------------------
+
+@pytest.mark.slow
+def test_a_lock_that_is_a_fifo_is_refused_without_opening_it(data_dir, tmp_path):
+    """A FIFO where the lock goes would block the open that reads it: run and info say
+    what is there in one line, at once, and change nothing."""
+    import subprocess
+    import sys
+
+    out = tmp_path / "f.zarr"
+    os.mkfifo(f"{out}.lock")
+    cmd = [sys.executable, "-m", "mgapsp"]
+    run = subprocess.run(cmd + ["run", str(data_dir / "rome99.gr"), "-o", str(out),
+                                "--backend", "cpu", "-q", "--no-dashboard"],
+                         capture_output=True, text=True, timeout=60)
+    assert run.returncode != 0 and "is a FIFO" in run.stderr.splitlines()[-1], run.stderr
+    assert not out.exists()
+    os.unlink(f"{out}.lock")
+    (tmp_path / "src.txt").write_text("1 2")
+    subprocess.run(cmd + ["run", str(data_dir / "rome99.gr"), "-o", str(out), "--backend",
+                          "cpu", "-q", "--no-dashboard", "--sources",
+                          str(tmp_path / "src.txt")], check=True, capture_output=True)
+    os.mkfifo(f"{out}.lock")
+    info = subprocess.run(cmd + ["info", str(out)], capture_output=True, text=True,
+                          timeout=60)
+    assert info.returncode != 0 and "is a FIFO" in info.stderr, info.stderr
+
+
+@pytest.mark.slow
+def test_a_link_out_of_the_store_is_never_written_through(data_dir, tmp_path):
+    """A batch's folder replaced by a link to a folder outside the store: --resume and
+    repair refuse the store in one line; nothing is written outside."""
+    import subprocess
+    import sys
+
+    out, outside = tmp_path / "s.zarr", tmp_path / "outside"
+    (tmp_path / "src.txt").write_text(" ".join(str(v) for v in range(1, 201)))
+    cmd = [sys.executable, "-m", "mgapsp"]
+    args = ["--backend", "cpu", "-q", "--no-dashboard"]
+    subprocess.run(cmd + ["run", str(data_dir / "rome99.gr"), "-o", str(out), *args,
+                          "--batch-size", "64", "--sources", str(tmp_path / "src.txt")],
+                   check=True, capture_output=True)
+    batch = out / "distances" / "c" / "1"
+    shutil.rmtree(batch)                # its rows lost: a resumed run must write them
+    outside.mkdir()
+    batch.symlink_to(outside, target_is_directory=True)
+    for sub in (["run", str(data_dir / "rome99.gr"), "-o", str(out), *args, "--batch-size",
+                 "64", "--sources", str(tmp_path / "src.txt"), "--resume"],
+                ["repair", str(out), "--backend", "cpu"]):
+        proc = subprocess.run(cmd + sub, capture_output=True, text=True, timeout=120)
+        assert proc.returncode != 0, proc.stdout
+        assert "is a symbolic link inside the store" in proc.stderr.splitlines()[-1]
+        assert list(outside.iterdir()) == []

@@ -211,6 +211,7 @@ class _Job:
             self.overwrite = True
         if self.existing:
             self.store = Store.open(req.out, mode="r+")
+            self.store.refuse_links()       # no write may leave the store through one
             job = self.store.job
             if self.algorithm == "auto":
                 self.algorithm = job["algorithm"]

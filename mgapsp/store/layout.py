@@ -702,6 +702,23 @@ class Store:
                 pass
         return n
 
+    def refuse_links(self) -> None:
+        """Refuse a local store with a symbolic link anywhere inside it: a run that
+        writes into it would write wherever the link leads (a batch's folder linked
+        out of the store, say).  Nothing is followed while looking."""
+        if is_url(self.path):
+            return
+        folders = [self.path]
+        while folders:
+            with os.scandir(folders.pop()) as entries:
+                for entry in entries:
+                    if entry.is_symlink():
+                        raise StoreError(f"{entry.path} is a symbolic link inside the "
+                                         "store; a run would write through it, so none "
+                                         "does (move it away, or --overwrite)")
+                    if entry.is_dir(follow_symlinks=False):
+                        folders.append(entry.path)
+
     def consolidate(self) -> None:
         """The arrays' metadata in the root's ``zarr.json``, where
         ``xarray.open_zarr`` looks for it (client only; written again by every run

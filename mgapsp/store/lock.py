@@ -24,6 +24,7 @@ from __future__ import annotations
 import json
 import os
 import socket
+import stat
 import threading
 import time
 import uuid
@@ -109,9 +110,25 @@ class StoreLock:
                 "started": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
 
     def holder(self) -> dict | None:
-        """The lock file's record, or None where there is none (or it is unreadable)."""
+        """The lock file's record, or None where there is none (or it is unreadable).
+        Anything but a regular file there is refused before it is opened: a FIFO would
+        block the read, a link would lead elsewhere."""
         try:
-            record = json.loads(self.path.read_text())
+            st = os.lstat(self.path)
+        except FileNotFoundError:
+            return None
+        except OSError:
+            return {}
+        if not stat.S_ISREG(st.st_mode):
+            kind = ("a directory" if stat.S_ISDIR(st.st_mode) else
+                    "a symbolic link" if stat.S_ISLNK(st.st_mode) else
+                    "a FIFO" if stat.S_ISFIFO(st.st_mode) else "not a regular file")
+            raise StoreError(f"{self.path} is {kind}, where {self.store}'s lock file goes; "
+                             "move it away (nothing was changed)")
+        try:
+            fd = os.open(self.path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+            with os.fdopen(fd, "rb") as fh:
+                record = json.loads(fh.read(1 << 16))
         except FileNotFoundError:
             return None
         except (OSError, ValueError):
