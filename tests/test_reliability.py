@@ -837,3 +837,24 @@ def test_a_link_out_of_the_store_is_never_written_through(data_dir, tmp_path):
         assert proc.returncode != 0, proc.stdout
         assert "is a symbolic link inside the store" in proc.stderr.splitlines()[-1]
         assert list(outside.iterdir()) == []
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("out,words", [("", "an empty store path"),
+                                       ("file://{tmp}/out.zarr", "without file://")])
+def test_a_store_place_that_is_none_is_refused_before_anything_is_made(
+        data_dir, tmp_path, out, words):
+    """Issue 56, item 14: ``-o ""`` filled the current folder with a store's folders,
+    ``-o file://...`` made a folder ``file:`` for the lock: one line now, nothing
+    made."""
+    import subprocess
+    import sys
+
+    work = tmp_path / "here"
+    work.mkdir()
+    proc = subprocess.run([sys.executable, "-m", "mgapsp", "run", str(data_dir / "rome99.gr"),
+                           "-o", out.format(tmp=work), "--backend", "cpu", "-q",
+                           "--no-dashboard"], capture_output=True, text=True, cwd=work,
+                          timeout=120)
+    assert proc.returncode != 0 and words in proc.stderr.splitlines()[-1], proc.stderr
+    assert list(work.iterdir()) == []

@@ -40,7 +40,7 @@ from ..errors import ResumeMismatchError, StoreError
 from ..graph import Graph
 from ..plan import METRICS, JobPlan
 from ..reductions import HISTOGRAM_BINS, DistanceHistogram, distance_histogram
-from .objects import bucket, is_url
+from .objects import bucket, check_place, is_url
 from .planes import PlanesCodec
 
 __all__ = ["Store", "FORMAT_VERSION", "compression_for", "package_versions", "store_state", "check_target",
@@ -166,7 +166,9 @@ def check_target(path, *, resume: bool = False, overwrite: bool = False) -> str:
     """The :func:`store_state` of ``path``, where a run may write its store there: nothing
     there, an empty directory (or the empty folders of a deleted store), or an mgapsp
     store to ``resume`` or ``overwrite``.  Anything else is refused: ``--overwrite``
-    deletes only what mgapsp made."""
+    deletes only what mgapsp made.  A place that is none is refused
+    (:func:`~mgapsp.store.objects.check_place`)."""
+    check_place(path)
     state = store_state(path)
     if state in ("absent", "empty", "remains"):
         return state

@@ -32,7 +32,7 @@ from pathlib import Path
 
 from .. import config
 from ..errors import StoreError
-from .objects import Meta, bucket, is_url, location
+from .objects import Meta, bucket, check_place, is_url, location
 
 __all__ = ["StoreLock", "ObjectStoreLock", "RunGuard", "lock_path", "new_run_id",
            "process_start"]
@@ -92,6 +92,7 @@ class StoreLock:
         return super().__new__(cls)
 
     def __init__(self, store_path, run_id: str):
+        check_place(store_path)     # before anything is made for a lock there
         self.run_id = run_id
         self.held = False
         self.lost: str | None = None

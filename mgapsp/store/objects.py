@@ -38,6 +38,17 @@ def is_url(where) -> bool:
     return bool(m) and m.group(1) != "file"
 
 
+def check_place(where) -> None:
+    """Refuse a store's place that is no place: an empty path (the current folder, which
+    a store would fill), or a ``file://`` URL (Zarr reads it as a path, a folder
+    named ``file:`` would hold the lock)."""
+    text = str(os.fspath(where))
+    if not text.strip():
+        raise StoreError("an empty store path: give a folder, such as out.zarr")
+    if text.startswith("file:"):
+        raise StoreError(f"{text}: give a local store as a path (without file://)")
+
+
 def location(where) -> str:
     """The form of a store's place that every process reads the same: a URL as given
     (no trailing slash), a path made absolute."""
