@@ -2,6 +2,7 @@
 
     python bench/write_path.py codec [--out DIR]
     python bench/write_path.py jobs --gpus 0 0,1 [--ny-sources K] [--rmat-sources K]
+                                    [--tag NAME] [--env MGAPSP_STORE_THREADS=8]
     python bench/write_path.py report --parts DIR
 
 ``codec``: device blocks of real rows (NY unweighted by PHAST, NY with weights 1..97
@@ -18,8 +19,9 @@ sources.  Each job's summary (rows/s, per worker staging, files, computing, GPU 
 its store's bytes, ``verify --samples 8``, and the disk's own rate for the largest
 store's bytes (written and synced).
 
-Each part writes ``write-path-<part>.json`` into ``--parts``; ``report`` merges them
-into ``write-path-<date>-<gpu>.md`` and ``.json`` in ``--out``.
+Each part writes ``write-path-<part>[-<tag>].json`` into ``--parts``; ``report`` merges
+them (the jobs of every part) into ``write-path-<date>-<gpu>.md`` and ``.json`` in
+``--out``.
 """
 
 from __future__ import annotations
@@ -146,11 +148,13 @@ def codec_part(repeats: int = 5) -> dict:
 _DONE = re.compile(r"done: ([\d,]+) rows in ([\d.]+) s \(([\d,]+) rows/s\)")
 
 
-def run_job(graph: Path, out: Path, gpus: str, extra: list[str]) -> dict:
+def run_job(graph: Path, out: Path, gpus: str, extra: list[str],
+            env: dict | None = None) -> dict:
     cmd = [sys.executable, "-m", "mgapsp", "run", str(graph), "-o", str(out), "--gpus", gpus,
            "--overwrite", "--no-dashboard", "-q", *extra]
     t = time.perf_counter()
-    p = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT)
+    p = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT,
+                       env={**os.environ, **(env or {})})
     wall = time.perf_counter() - t
     done = _DONE.search(p.stdout)
     job = {"gpus": gpus, "args": extra, "rc": p.returncode, "wall_s": wall,
@@ -176,9 +180,10 @@ def run_job(graph: Path, out: Path, gpus: str, extra: list[str]) -> dict:
 
 
 def jobs_part(workdir: Path, gpu_sets: list[str], ny_sources: int, rmat_sources: int,
-              ny_all: bool, compressions: list[str], save) -> dict:
+              ny_all: bool, compressions: list[str], save, env: dict) -> dict:
     """The jobs, each result passed to ``save`` as it comes (a job may outlast the
-    device's command limit)."""
+    device's command limit); ``env``: settings of every job (named in its label)."""
+    note = "".join(f", {k}={v}" for k, v in env.items())
     workdir.mkdir(parents=True, exist_ok=True)
     n = mgapsp.read_graph(NY).n
     ny_src = workdir / "ny-sources.txt"
@@ -189,6 +194,7 @@ def jobs_part(workdir: Path, gpu_sets: list[str], ny_sources: int, rmat_sources:
     jobs: list[dict] = []
 
     def add(job):
+        job["job"] += note
         jobs.append(job)
         save({"jobs": jobs})
 
@@ -199,11 +205,11 @@ def jobs_part(workdir: Path, gpu_sets: list[str], ny_sources: int, rmat_sources:
             if ny_sources:
                 add({"job": f"NY, {ny_sources:,} sources, phast, {comp}",
                      **run_job(NY, out, gpus, ["--sources", str(ny_src), "--algorithm",
-                                               "phast", "--compression", comp])})
+                                               "phast", "--compression", comp], env)})
             if ny_all:
                 add({"job": f"NY, every source, phast, {comp}",
                      **run_job(NY, out, gpus, ["--algorithm", "phast", "--compression",
-                                               comp])})
+                                               comp], env)})
     if rmat_sources:
         gen = generators.rmat(20, 8, seed=1)
         graph = generators.write_dimacs(gen, workdir / "rmat20.gr")
@@ -212,7 +218,7 @@ def jobs_part(workdir: Path, gpu_sets: list[str], ny_sources: int, rmat_sources:
         for gpus in gpu_sets:
             add({"job": f"R-MAT 2^20, {rmat_sources:,} sources, {compressions[0]}",
                  **run_job(graph, out, gpus, ["--sources", str(src), "--compression",
-                                              compressions[0]])})
+                                              compressions[0]], env)})
     shutil.rmtree(out, ignore_errors=True)
     # the disk's rate, on at most 16 GB of the same size of writes
     rate = disk_write_rate(workdir, min(max(j["store_bytes"] for j in jobs), 16e9))
@@ -223,9 +229,13 @@ def jobs_part(workdir: Path, gpu_sets: list[str], ny_sources: int, rmat_sources:
 
 # -- report ---------------------------------------------------------------------------
 def report(parts: Path, out: Path) -> Path:
-    merged: dict = {}
+    merged: dict = {"jobs": []}
     for f in sorted(parts.glob("write-path-*.json")):
-        merged.update(json.loads(f.read_text()))
+        part = json.loads(f.read_text())
+        merged["jobs"] += part.pop("jobs", [])
+        merged.update(part)
+    if not merged["jobs"]:
+        del merged["jobs"]
     gpu = merged.get("gpu", "GPU")
     lines = [f"# The write path: GPU codecs and jobs on 1 and 2 GPUs ({gpu})", "",
              f"`python bench/write_path.py` on {merged.get('machine', '')}, "
@@ -247,6 +257,9 @@ def report(parts: Path, out: Path) -> Path:
                   "| job | GPUs | job s | rows/s | wall s | store GiB | disk s | GPU busy |"
                   " verify |", "|---|---|---|---|---|---|---|---|---|"]
         for j in merged["jobs"]:
+            if not j.get("disk_s") and merged.get("disk_gb_per_s"):
+                # a part cut short before its own disk measurement: the machine's rate
+                j["disk_s"] = j["store_bytes"] / (merged["disk_gb_per_s"] * 1e9)
             busy = ", ".join(f"{w['busy']}%" for w in j["workers"])
             lines.append(f"| {j['job']} | {j['gpus']} | {j['job_s']} | "
                          f"{j['rows_per_s'] or 0:,.0f} | {j['wall_s']:.1f} | "
@@ -273,6 +286,10 @@ def main() -> None:
     ap.add_argument("--rmat-sources", type=int, default=0)
     ap.add_argument("--compressions", nargs="+", default=["planes", "lz4"])
     ap.add_argument("--workdir", type=Path, default=Path("/tmp/write-path"))
+    ap.add_argument("--tag", default="", help="a name for this part's file (jobs run in "
+                    "several commands)")
+    ap.add_argument("--env", nargs="*", default=[], metavar="NAME=VALUE",
+                    help="settings of every job of this part, e.g. MGAPSP_STORE_THREADS=8")
     args = ap.parse_args()
     args.parts.mkdir(parents=True, exist_ok=True)
     if args.part == "report":
@@ -284,14 +301,16 @@ def main() -> None:
             "machine": f"{cupy.cuda.runtime.getDeviceCount()} GPU(s), {os.cpu_count()} cores",
             "date": dt.date.today().isoformat()}
     def save(res):
-        (args.parts / f"write-path-{args.part}.json").write_text(
+        tag = f"-{args.tag}" if args.tag else ""
+        (args.parts / f"write-path-{args.part}{tag}.json").write_text(
             json.dumps({**head, **res}, indent=1))
 
     if args.part == "codec":
         save(codec_part())
     else:
         save(jobs_part(args.workdir, args.gpus, args.ny_sources, args.rmat_sources,
-                       args.ny_all, args.compressions, save))
+                       args.ny_all, args.compressions, save,
+                       dict(e.split("=", 1) for e in args.env)))
 
 
 if __name__ == "__main__":

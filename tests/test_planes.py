@@ -57,18 +57,76 @@ def test_rows_and_blocks_of_every_shape(dtype, shape):
     assert _same_bits(_roundtrip(y), y)
 
 
+def _modes(frame, nb):
+    return (frame[32:32 + 2 * nb].view("<u2") >> 13) & 7
+
+
 def test_each_mode_is_used_and_the_smallest_chosen():
     rng = np.random.default_rng(3)
     smooth = np.cumsum(rng.integers(0, 20, (64, 256)), axis=0).astype(np.float32)
     frame = planes.encode(smooth)
     nb = smooth.size // 64
-    modes = (frame[32:32 + 2 * nb].view("<u2") >> 13) & 3
-    assert modes[0] != 2 and (modes[4:] == 2).mean() > 0.9     # the first row has no row above
+    modes = _modes(frame, nb)
+    assert modes[0] < 2 and (modes[4:] == 2).mean() > 0.9     # the first row has no row above
     sparse = np.full((4, 256), np.inf, dtype=np.float32)
     sparse[:, ::9] = rng.integers(1, 50, sparse[:, ::9].shape)
     frame = planes.encode(sparse)
-    assert ((frame[32:32 + 2 * 16].view("<u2") >> 13) & 3 == 1).any()
+    assert (_modes(frame, 16) == 1).any()
     assert len(frame) < sparse.nbytes / 3
+
+
+@pytest.mark.parametrize("period", [3, 5, 6, 9, 16])
+def test_the_nearest_row_of_the_fewest_bytes_is_the_reference(period):
+    """Rows that repeat every ``period`` rows (sorted sources, where the nearest source
+    is not the one just above): blocks refer to the row ``period`` above, mode
+    ``period + 1`` up to 5 rows, mode 7 with the distance in the payload beyond."""
+    rng = np.random.default_rng(period)
+    base = rng.integers(0, 1 << 20, (period, 128)).astype(np.uint32)
+    x = np.tile(base, (4, 1)) + rng.integers(0, 2, (4 * period, 128)).astype(np.uint32)
+    frame = planes.encode(x)
+    modes = _modes(frame, x.size // 64)
+    later = modes[2 * period:]           # blocks with the whole period above them
+    assert (later == (period + 1 if period <= 5 else 7)).all()
+    assert _same_bits(planes.decode(frame).view(x.dtype).reshape(x.shape), x)
+    # two planes a later block (differences -1, 0, 1), and for far rows their distance
+    nb = x.size // 64
+    far = 0 if period <= 5 else 4
+    assert len(frame) <= 32 + 2 * nb + 2 * period * (4 + 8 * 21) + len(later) * (16 + far)
+    if period > 5:
+        # a frame that claims a row further up than the chunk has is refused
+        bad = frame.copy()
+        desc_end = 32 + -(-2 * nb // 4) * 4
+        first_far = int(np.flatnonzero(modes == 7)[0])
+        # the first far block's payload starts where the blocks before it end
+        pos = desc_end + sum(_payload(frame, desc_end, nb)[:first_far])
+        assert int(bad[pos:pos + 4].view("<u4")[0]) == period
+        bad[pos:pos + 4] = np.array([1000], dtype="<u4").view(np.uint8)
+        with pytest.raises(ValueError, match="damaged"):
+            planes.decode(bad)
+
+
+def _payload(frame, desc_end, nb):
+    """Each block's payload bytes, from its descriptor (and a far row's distance)."""
+    itemsize = int(frame[5])
+    out = []
+    for d in frame[32:32 + 2 * nb].view("<u2").astype(int):
+        w, mode = d & 127, (d >> 13) & 7
+        out.append(8 * w + (itemsize if mode < 2 else 0) + (8 if mode == 1 else 0)
+                   + (4 if mode == 7 else 0))
+    return out
+
+
+def test_version_1_frames_still_read():
+    """Version 1 had the modes 0-2 alone, with the same meaning."""
+    x = np.cumsum(np.random.default_rng(2).integers(0, 9, (8, 256)), axis=0).astype(
+        np.float32)
+    frame = planes.encode(x)
+    assert frame[4] == 2 and _modes(frame, x.size // 64).max() <= 2
+    frame[4] = 1
+    assert _same_bits(planes.decode(frame).view(x.dtype).reshape(x.shape), x)
+    frame[4] = 3
+    with pytest.raises(ValueError, match="version 1 or 2"):
+        planes.decode(frame)
 
 
 def test_a_damaged_frame_is_refused():

@@ -52,9 +52,10 @@ def encode_chunks(block, chunk_rows: int, chunk_cols: int, first: int, count: in
             np.uint64(special), np.int64(nb))
     desc = cupy.empty(count * nb, dtype=cupy.uint16)
     size = cupy.empty(count * nb, dtype=cupy.int32)
+    rows_at = cupy.empty(count * nb, dtype=cupy.int32)
     fn = get_kernel(f"planes_size{ts}", KERNEL_FILE)
     grid = min(grid_blocks(count * nb * 32), persistent_grid(fn) * 8)
-    fn((grid,), (256,), args + (desc, size))
+    fn((grid,), (256,), args + (desc, size, rows_at))
     sizes = size.reshape(count, nb).astype(cupy.int64)
     ends = cupy.cumsum(sizes, axis=1)
     head = _HEADER + -(-2 * nb // 4) * 4
@@ -65,5 +66,5 @@ def encode_chunks(block, chunk_rows: int, chunk_cols: int, first: int, count: in
     frames = cupy.empty(int(host_starts[-1]), dtype=cupy.uint8)
     fn = get_kernel(f"planes_pack{ts}", KERNEL_FILE)
     grid = min(grid_blocks(count * nb * 32), persistent_grid(fn) * 8)
-    fn((grid,), (256,), args + (desc, pos, starts, frames))
+    fn((grid,), (256,), args + (desc, rows_at, pos, starts, frames))
     return frames, host_starts

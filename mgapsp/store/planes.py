@@ -6,36 +6,41 @@ installed, with or without a GPU (the CPU encoder and decoder here are compiled 
 Numba; ``kernels/planes.cu`` encodes the same bytes on the GPU).
 
 Why a format of our own.  Distance rows are smooth: a vertex's distance differs little
-from its neighbour's in the row above (the triangle inequality bounds it by the two
-sources' distance), and integer weights leave float words with long runs of trailing
+from its distance in the row of a nearby source (the triangle inequality bounds it by
+the two sources' distance), and integer weights leave float words with long runs of trailing
 zero bits.  Blosc's bit-shuffle + LZ4 finds that structure through a byte matcher
 that a GPU runs at 3-15 GB/s; here each group of 64 words says it outright, so
-encoding is a read and a write per word (bench/NOTES.md has the ratios and speeds).
+encoding is a few reads and a write per word (bench/NOTES.md has the ratios and speeds).
 
 The frame of a chunk of ``N`` words of ``W`` bytes (4 or 8: the chunk's little-endian
 bytes read as unsigned words), whose rows hold ``C`` words (the chunk's last
 dimension), little-endian throughout:
 
-- header, 32 bytes: ``b"MGPL"``, format version 1 (a byte), ``W`` (a byte), two zero
+- header, 32 bytes: ``b"MGPL"``, format version 2 (a byte), ``W`` (a byte), two zero
   bytes, ``N`` (uint64), ``C`` (uint64), the special word (uint64: the bits of
   ``+inf`` for floats, all ones for integers);
 - a uint16 descriptor for each block of 64 words (``ceil(N / 64)`` blocks; the last
   may be short), zero-padded to a multiple of 4 bytes: the width ``w`` in bits 0-6,
-  the shift ``s`` in bits 7-12, the mode in bits 13-14;
+  the shift ``s`` in bits 7-12, the mode in bits 13-15;
 - each block's payload, in order:
 
   - mode 0, *offset*: the block's smallest word ``base`` (``W`` bytes), then ``w``
     planes (8 bytes each); word ``i`` is ``base + (r_i << s)``;
   - mode 1, *offset except special*: a mask (8 bytes; bit ``i`` set: word ``i`` is the
     special word), ``base``, ``w`` planes; the other words as in mode 0;
-  - mode 2, *row above*: ``w`` planes; word ``i`` (overall index ``j``) is word
-    ``j - C`` plus ``unzigzag(r_i) << s``, a ``W``-byte two's-complement difference;
-    used only where ``C >= 64`` and the block starts at ``C`` or later.
+  - modes 2-7, *rows above*: mode 7 only, the distance ``k`` in rows (uint32), then
+    ``w`` planes (modes 2-6 stand for ``k`` = 1-5); word ``i`` (overall index ``j``)
+    is word ``j - k C`` plus ``unzigzag(r_i) << s``, a ``W``-byte two's-complement
+    difference; used only where ``C >= 64`` and the block starts at ``k C`` or later.
 
   Plane ``k`` holds bit ``k`` of every residual ``r_i`` in bit ``i``.  All arithmetic
-  wraps at ``W`` bytes.  The encoder picks, per block, the mode of fewest bytes
-  (offset before the others on a tie), and ``s`` as the residuals' common trailing
-  zero bits.
+  wraps at ``W`` bytes.  The encoders try, per block, offset, offset except special,
+  then the rows 1 to 16 above, nearest first, and keep the first of fewest bytes;
+  ``s`` is the residuals' common trailing zero bits.
+
+Version 1 (no mode above 2) reads as version 2.  Why 16 rows: a job's sources are
+sorted, not adjacent, and a row's best reference is the nearest source among those
+above it, not always the one just above (bench/NOTES.md, issue 50).
 """
 
 from __future__ import annotations
@@ -111,9 +116,9 @@ def decode(frame, out: np.ndarray | None = None) -> np.ndarray:
     given (its bytes).  Raises ValueError for a frame that is not one."""
     frame = np.frombuffer(frame, dtype=np.uint8) if not isinstance(frame, np.ndarray) \
         else frame.reshape(-1).view(np.uint8)
-    if len(frame) < _HEADER or bytes(frame[:4]) != b"MGPL" or frame[4] != 1 \
+    if len(frame) < _HEADER or bytes(frame[:4]) != b"MGPL" or frame[4] not in (1, 2) \
             or int(frame[5]) not in WORD_SIZES:
-        raise ValueError(f"not a {NAME} frame (version 1)")
+        raise ValueError(f"not a {NAME} frame (version 1 or 2)")
     itemsize = int(frame[5])
     n = int(frame[8:16].view("<u8")[0])
     if out is None:

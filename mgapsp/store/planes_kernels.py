@@ -14,7 +14,13 @@ from ..jit import jit
 
 LANES = 64
 HEADER = 32
-FOR, MASKED, ABOVE = 0, 1, 2
+VERSION = 2
+#: descriptor modes: offset, offset except special, 2-6 the row 1-5 above, 7 a row
+#: further above (its distance in rows, a uint32, first in the payload)
+OFFSET, MASKED, ABOVE, FAR = 0, 1, 2, 7
+NEAR_ROWS = FAR - ABOVE
+#: how many rows above the encoders try, nearest first (the GPU's too: same bytes)
+SEARCH_ROWS = 16
 _ONE = np.uint64(1)
 
 
@@ -53,69 +59,44 @@ def _zigzag(sd, bits, mask):
 
 
 @jit()
-def _block_modes(x, y, cnt, above, bits, mask, special, res):
-    """Residuals of a block of ``cnt`` words ``x`` (uint64; ``y`` the words a row
-    above, where ``above``) under each mode: ``res[mode, lane]``, shifted; per mode
-    ``(bytes, base, shift, width)``, the bytes -1 where the mode does not apply."""
-    out = np.zeros((3, 4), dtype=np.int64)
-    bases = np.zeros(3, dtype=np.uint64)
-    # offset: every word above the block's smallest
-    base = x[0]
-    for i in range(cnt):
-        if x[i] < base:
-            base = x[i]
-    acc = np.uint64(0)
-    for i in range(cnt):
-        acc |= (x[i] - base) & mask
-    s = _trailing_zeros(acc)
-    acc = np.uint64(0)
-    for i in range(LANES):
-        r = ((x[i] - base) & mask) >> np.uint64(s) if i < cnt else np.uint64(0)
-        res[FOR, i] = r
-        acc |= r
-    w = _bit_length(acc)
-    out[FOR, 0], out[FOR, 2], out[FOR, 3] = bits // 8 + 8 * w, s, w
-    bases[FOR] = base
-    # offset except special: the special words aside, the others above their smallest
+def _offset(x, cnt, masked, special, mask):
+    """The offset modes' ``(base, shift, width)``: every word above the block's smallest
+    (``masked``: the special words left out, their residuals 0)."""
     have = False
     base = np.uint64(0)
     for i in range(cnt):
-        if x[i] != special and (not have or x[i] < base):
+        if not (masked and x[i] == special) and (not have or x[i] < base):
             base = x[i]
             have = True
     acc = np.uint64(0)
     for i in range(cnt):
-        if x[i] != special:
+        if not (masked and x[i] == special):
             acc |= (x[i] - base) & mask
     s = _trailing_zeros(acc)
+    return base, s, _bit_length(acc >> np.uint64(s))
+
+
+@jit()
+def _rows_above(words, lo, cnt, ref, bits, mask):
+    """The shift and width of a block's differences from the words ``ref`` earlier: one
+    pass, as ``zigzag(d >> s) == zigzag(d) >> s`` when ``s`` trailing bits of ``d`` are 0."""
     acc = np.uint64(0)
-    for i in range(LANES):
-        r = np.uint64(0)
-        if i < cnt and x[i] != special:
-            r = ((x[i] - base) & mask) >> np.uint64(s)
-        res[MASKED, i] = r
-        acc |= r
-    w = _bit_length(acc)
-    out[MASKED, 0], out[MASKED, 2], out[MASKED, 3] = 8 + bits // 8 + 8 * w, s, w
-    bases[MASKED] = base
-    # row above: the difference from the word a row earlier, zigzagged
-    out[ABOVE, 0] = -1
-    if above:
-        acc = np.uint64(0)
+    zz = np.uint64(0)
+    if bits == 32:
         for i in range(cnt):
-            acc |= (x[i] - y[i]) & mask
-        s = _trailing_zeros(acc)
-        acc = np.uint64(0)
-        for i in range(LANES):
-            r = np.uint64(0)
-            if i < cnt:
-                sd = _signed((x[i] - y[i]) & mask, bits)
-                r = _zigzag(sd >> np.int64(s), bits, mask)
-            res[ABOVE, i] = r
-            acc |= r
-        w = _bit_length(acc)
-        out[ABOVE, 0], out[ABOVE, 2], out[ABOVE, 3] = 8 * w, s, w
-    return out, bases
+            # the 32-bit difference as a signed integer, by integer arithmetic alone
+            d = (np.int64(words[lo + i]) - np.int64(words[lo + i - ref]) + 0x80000000) \
+                & 0xFFFFFFFF
+            d -= 0x80000000
+            acc |= np.uint64(d & 0xFFFFFFFF)
+            zz |= np.uint64((d << 1) ^ (d >> 63))
+    else:
+        for i in range(cnt):
+            d = (words[lo + i] - words[lo + i - ref]) & mask
+            acc |= d
+            zz |= _zigzag(_signed(d, bits), bits, mask)
+    s = _trailing_zeros(acc)
+    return s, _bit_length(zz >> np.uint64(s))
 
 
 @jit(nogil=True)
@@ -133,7 +114,7 @@ def encode_words(words, C, bits, special, out):
     head[1] = 71
     head[2] = 80
     head[3] = 76
-    head[4] = 1
+    head[4] = VERSION
     head[5] = bits // 8
     out[8:16].view(np.uint64)[0] = np.uint64(n)
     out[16:24].view(np.uint64)[0] = np.uint64(C)
@@ -141,25 +122,36 @@ def encode_words(words, C, bits, special, out):
     desc = out[HEADER:HEADER + desc_bytes].view(np.uint16)
     desc[:] = 0
     op = HEADER + desc_bytes
-    res = np.zeros((3, LANES), dtype=np.uint64)
+    W = bits // 8
+    res = np.zeros(LANES, dtype=np.uint64)
     x = np.zeros(LANES, dtype=np.uint64)
-    y = np.zeros(LANES, dtype=np.uint64)
     for b in range(nb):
         lo = b * LANES
         cnt = min(LANES, n - lo)
-        above = C >= LANES and lo >= C
         for i in range(cnt):
             x[i] = np.uint64(words[lo + i])
-            if above:
-                y[i] = np.uint64(words[lo + i - C])
-        sizes, bases = _block_modes(x, y, cnt, above, bits, mask, special, res)
-        mode = FOR
-        if sizes[MASKED, 0] < sizes[mode, 0]:
-            mode = MASKED
-        if sizes[ABOVE, 0] >= 0 and sizes[ABOVE, 0] < sizes[mode, 0]:
-            mode = ABOVE
-        s, w = sizes[mode, 2], sizes[mode, 3]
-        desc[b] = np.uint16(w | (s << 7) | (mode << 13))
+        base, s, w = _offset(x, cnt, False, special, mask)
+        mode, rows, best = OFFSET, 0, W + 8 * w
+        mbase, ms, mw = _offset(x, cnt, True, special, mask)
+        if 8 + W + 8 * mw < best:
+            mode, best, base, s, w = MASKED, 8 + W + 8 * mw, mbase, ms, mw
+        if C >= LANES:
+            for k in range(1, min(SEARCH_ROWS, lo // C) + 1):
+                ks, kw = _rows_above(words, lo, cnt, k * C, bits, mask)
+                size = 8 * kw + (4 if k > NEAR_ROWS else 0)
+                if size < best:
+                    mode, rows, best, s, w = ABOVE, k, size, ks, kw
+        code = mode if mode != ABOVE else (ABOVE - 1 + rows if rows <= NEAR_ROWS else FAR)
+        desc[b] = np.uint16(w | (s << 7) | (code << 13))
+        for i in range(LANES):
+            r = np.uint64(0)
+            if i < cnt:
+                if mode == ABOVE:
+                    sd = _signed((x[i] - np.uint64(words[lo + i - rows * C])) & mask, bits)
+                    r = _zigzag(sd >> np.int64(s), bits, mask)
+                elif not (mode == MASKED and x[i] == special):
+                    r = ((x[i] - base) & mask) >> np.uint64(s)
+            res[i] = r
         if mode == MASKED:
             m = np.uint64(0)
             for i in range(cnt):
@@ -169,14 +161,17 @@ def encode_words(words, C, bits, special, out):
             op += 8
         if mode != ABOVE:
             if bits == 32:
-                out[op:op + 4].view(np.uint32)[0] = np.uint32(bases[mode])
+                out[op:op + 4].view(np.uint32)[0] = np.uint32(base)
             else:
-                out[op:op + 8].view(np.uint64)[0] = bases[mode]
-            op += bits // 8
+                out[op:op + 8].view(np.uint64)[0] = base
+            op += W
+        elif code == FAR:
+            out[op:op + 4].view(np.uint32)[0] = np.uint32(rows)
+            op += 4
         for k in range(w):
             plane = np.uint64(0)
             for i in range(LANES):
-                plane |= ((res[mode, i] >> np.uint64(k)) & _ONE) << np.uint64(i)
+                plane |= ((res[i] >> np.uint64(k)) & _ONE) << np.uint64(i)
             out[op:op + 8].view(np.uint64)[0] = plane
             op += 8
     return op
@@ -199,18 +194,27 @@ def decode_words(frame, words):
     op = HEADER + desc_bytes
     for b in range(nb):
         d = np.int64(desc[b])
-        w, s, mode = d & 127, (d >> 7) & 63, (d >> 13) & 3
-        need = 8 * w + (0 if mode == ABOVE else bits // 8) + (8 if mode == MASKED else 0)
-        if op + need > len(frame) or mode > ABOVE or w > bits:
-            return -1
-        if mode == ABOVE and (C < LANES or b * LANES < C):
+        w, s, mode = d & 127, (d >> 7) & 63, (d >> 13) & 7
+        lo = b * LANES
+        rows = 0
+        if mode >= ABOVE:
+            rows = mode - ABOVE + 1
+            if mode == FAR:
+                if op + 4 > len(frame):
+                    return -1
+                rows = np.int64(frame[op:op + 4].view(np.uint32)[0])
+                op += 4
+            if C < LANES or rows < 1 or lo < rows * C:
+                return -1
+        need = 8 * w + (0 if mode >= ABOVE else bits // 8) + (8 if mode == MASKED else 0)
+        if op + need > len(frame) or w > bits:
             return -1
         m = np.uint64(0)
         if mode == MASKED:
             m = frame[op:op + 8].view(np.uint64)[0]
             op += 8
         base = np.uint64(0)
-        if mode != ABOVE:
+        if mode < ABOVE:
             if bits == 32:
                 base = np.uint64(frame[op:op + 4].view(np.uint32)[0])
             else:
@@ -218,14 +222,14 @@ def decode_words(frame, words):
             op += bits // 8
         planes = frame[op:op + 8 * w].view(np.uint64)
         op += 8 * w
-        lo = b * LANES
+        ref = rows * C
         for i in range(min(LANES, n - lo)):
             r = np.uint64(0)
             for k in range(w):
                 r |= ((planes[k] >> np.uint64(i)) & _ONE) << np.uint64(k)
-            if mode == ABOVE:
+            if mode >= ABOVE:
                 sd = np.int64(r >> _ONE) ^ -np.int64(r & _ONE)
-                words[lo + i] = (np.uint64(words[lo + i - C])
+                words[lo + i] = (np.uint64(words[lo + i - ref])
                                  + (np.uint64(sd << np.int64(s)) & mask)) & mask
             elif mode == MASKED and (m >> np.uint64(i)) & _ONE:
                 words[lo + i] = special
