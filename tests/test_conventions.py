@@ -13,6 +13,7 @@ import networkx as nx
 import numpy as np
 import pytest
 
+import faults
 import mgapsp
 
 from conftest import DATA
@@ -230,6 +231,40 @@ def test_text_that_is_not_utf8_is_refused_in_one_line(tmp_path, content, words):
     line = proc.stderr.strip().splitlines()[-1]
     assert words in line and "\\x" not in line, line
     assert not (tmp_path / "g.zarr").exists()
+
+
+@pytest.mark.parametrize("name,text,words", [
+    # issue 56 item 11: a stray first line, then the real header; the header had been
+    # read as an edge and every weight dropped
+    ("stray.tsv", "EOF\nsrc\tdst\tw\n0\t1\t1.5\n1\t2\t2.0\n0\t2\t3.5\n",
+     "stray.tsv:1: 'EOF' is neither an edge nor a header"),
+    # item 12: a header naming fewer columns than the records have
+    ("fewer.csv", "src,dst\n0,1,2.5\n1,2,1.0\n",
+     "fewer.csv:2: 3 fields in '0,1,2.5', but the header (line 1) names 2"),
+    # the same without a header: the first record says how many columns there are
+    ("later.csv", "0,1\n1,2,7.5\n", "later.csv:2: 3 fields in '1,2,7.5', but the first "
+     "record (line 1) has 2"),
+])
+def test_a_column_nothing_names_is_refused_not_dropped(tmp_path, name, text, words):
+    path = tmp_path / name
+    path.write_text(text)
+    r = faults.mgapsp("run", path, "-o", tmp_path / "g.zarr", "--backend", "cpu", "-q",
+                      "--no-dashboard")
+    assert r.one_line_error and words in r.err_lines[0], r.err
+    assert not (tmp_path / "g.zarr").exists()
+
+
+def test_named_and_unweighted_columns_still_read(tmp_path):
+    """What the header names is read, extra named columns are ignored, and with
+    ``unweighted`` the weights are dropped because the user asked."""
+    named = tmp_path / "named.csv"
+    named.write_text("src,dst,w,road\n0,1,2.5,A1\n1,2,1.0,A2\n0,2,9,\n")
+    g = mgapsp.read_graph(named)
+    assert g.to_scipy().toarray()[0, 1] == 2.5 and g.to_scipy().toarray()[0, 2] == 9
+    fewer = tmp_path / "fewer.csv"
+    fewer.write_text("src,dst\n0,1,2.5\n1,2,1.0\n")
+    assert mgapsp.read_graph(fewer, unweighted=True).to_scipy().toarray()[0, 1] == 1
+    assert mgapsp.read_graph(fewer, weight_column=2).to_scipy().toarray()[0, 1] == 2.5
 
 
 @pytest.mark.slow

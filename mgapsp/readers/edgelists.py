@@ -47,6 +47,10 @@ def _read_delimited(lines: list[str], opts: ReadOptions, native: str) -> Graph:
     if not any(_is_number(f.strip()) for f in fields[:2]):
         header = [f.strip().strip('"').strip("'") for f in fields]
         start = first + 1
+        if len(header) < 2:
+            raise GraphFormatError(
+                f"{quote(text)} is neither an edge nor a header naming the source and "
+                "target columns", path, first + 1)
     rows, linenos = select_fields(lines, start, len(lines), comments)
     width = len(header) if header is not None else len(fields)
 
@@ -100,8 +104,13 @@ def _read_delimited(lines: list[str], opts: ReadOptions, native: str) -> Graph:
     names = ["source", "target"] + [f"column{i}" for i in range(2, ncols)]
     if weight is not None:
         names[weight] = "weight"
+    # a record may have the columns its header names (or its first record has), no more:
+    # a weight column that nothing names would be dropped without a word
+    width_from = (f"the header (line {first + 1}) names" if header is not None
+                  else f"the first record (line {first + 1}) has")
+    width = None if opts.unweighted else max(width, ncols)
     rec = Records(ncols=ncols, src=0, dst=1, weight=weight, names=tuple(names),
-                   extra_ok=True, delimiter=delimiter)
+                   extra_ok=True, delimiter=delimiter, width=width, width_from=width_from)
     return records_to_graph(rows, linenos, rec, opts, default_directed=True, base=0)
 
 

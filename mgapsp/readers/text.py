@@ -318,6 +318,10 @@ class Records:
     extra_ok: bool = False        # further fields allowed and ignored
     delimiter: str | None = None  # None: runs of whitespace
     tag: str | None = None        # required first field (DIMACS "a")
+    #: with ``extra_ok``, the most fields a record may have (the columns its header
+    #: names, or its first record's), and what says so; None: any number
+    width: int | None = None
+    width_from: str = ""
 
     def fields(self, row: str) -> list[str]:
         if self.delimiter is None:
@@ -363,15 +367,18 @@ def _convert_fast(rows: list[str], rec: Records, labels: bool = False):
         rows = [r[len(lead):] for r in rows]
         shift = 1
     wanted = [rec.src, rec.dst] + ([rec.weight] if rec.weight is not None else [])
-    if rec.extra_ok:
+    if rec.extra_ok and rec.width is None:
         cols = wanted
         usecols = tuple(c - shift for c in cols)
     else:
-        cols = list(range(shift, rec.ncols))
+        # every column, so that a record with more than its header names is refused
+        # (by the reference pass, which names its line); columns not read are any text
+        cols = list(range(shift, rec.width if rec.extra_ok else rec.ncols))
         usecols = None
     table = None
     for ids in ("i8", "O") if labels else ("i8",):
-        dtype = np.dtype([(f"f{c}", ids if c in (rec.src, rec.dst) else "f8") for c in cols])
+        dtype = np.dtype([(f"f{c}", ids if c in (rec.src, rec.dst)
+                           else "f8" if c == rec.weight else "O") for c in cols])
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
@@ -463,6 +470,12 @@ def _convert_slow(rows: list[str], linenos: list[int], rec: Records, path: str,
             except ValueError:
                 raise GraphFormatError(
                     f"weight {quote(fields[rec.weight])} is not a number", path, lineno) from None
+        if rec.extra_ok and rec.width is not None and len(fields) > rec.width:
+            raise GraphFormatError(
+                f"{len(fields)} fields in {quote(row)}, but {rec.width_from} "
+                f"{rec.width}: a column nothing names is not dropped silently (name it "
+                "in a header, or read it unweighted: --unweighted, unweighted=True)",
+                path, lineno)
     if labels:
         src, dst = _labels(src), _labels(dst)
         if src.dtype != dst.dtype:
