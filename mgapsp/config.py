@@ -43,6 +43,9 @@ KNOBS: dict[str, Knob] = {
         120.0, float, "seconds a job waits for a worker: the first of an attached "
         "cluster (a batch system may still be starting it), or a new one after every "
         "worker left", user=True),
+    "cluster.connect-timeout": Knob(
+        30.0, float, "seconds to attach to a running scheduler (--scheduler, "
+        "--scheduler-file) before the job ends in one line", user=True),
     "cluster.gpu-worker-threads": Knob(
         4, int, "threads of each GPU worker of the embedded cluster: batches computing "
         "and others compressing and writing meanwhile"),

@@ -262,12 +262,16 @@ def scheduler_hung(workdir: Path, *, stall: float = 10) -> dict:
         try:
             result = finish(proc, t0)
             seconds = time.monotonic() - t_stop
+            # --resume on the still stopped scheduler: the connection has a deadline
+            attach = mgapsp("run", *slow_job(workdir), "-o", out, "--resume",
+                            "--scheduler-file", cluster.file, timeout=120,
+                            DASK_MGAPSP__CLUSTER__CONNECT_TIMEOUT=5)
         finally:
             cluster.scheduler.send_signal(signal.SIGCONT)
     # the stored batches stand: --resume on an embedded cluster finishes the job
     resumed = mgapsp("run", *slow_job(workdir), "-o", out, "--resume", "--workers", 2)
     return {"outcome": result, "flags_at_stop": before, "store": out,
-            "seconds_after_stop": seconds, "resumed": resumed}
+            "seconds_after_stop": seconds, "attach": attach, "resumed": resumed}
 
 
 def scheduler_killed(workdir: Path) -> dict:

@@ -88,13 +88,19 @@ def test_a_worker_hung_before_the_job_starts_is_closed(tmp_path):
 @pytest.mark.slow
 def test_a_hung_scheduler_ends_the_job_in_one_line(tmp_path):
     """A scheduler that stops answering (SIGSTOP): the job ends within the stall
-    timeout plus 30 s, in one line; the stored batches stand, and --resume finishes
-    the job with every row right."""
+    timeout plus 30 s, in one line; so does a --resume that attaches to it, within the
+    connect timeout; the stored batches stand, and --resume finishes the job with every
+    row right."""
     r = faults.scheduler_hung(tmp_path, stall=10)
     assert r["flags_at_stop"] < 48
     assert r["outcome"].one_line_error, r["outcome"].err
     assert "lost the Dask scheduler" in r["outcome"].err
     assert r["seconds_after_stop"] < 10 + 30
+    # issue 56 item 6: --resume --scheduler-file on the stopped scheduler had waited
+    # in Client() for good (900 s and more)
+    assert r["attach"].one_line_error, r["attach"].err
+    assert "cannot connect to the Dask scheduler" in r["attach"].err
+    assert r["attach"].seconds < 5 + 5 + 20
     assert r["resumed"].rc == 0, r["resumed"].err
     assert "already done" in r["resumed"].out
     assert faults.verify_all(r["store"]).rc == 0

@@ -365,8 +365,6 @@ def _add_cpu_workers(cluster, count: int, options: dict) -> None:
 
 def _attach(scheduler, scheduler_file, security):
     """A client of a running cluster; a failure to attach becomes one clear error."""
-    from distributed import Client
-
     where = scheduler or f"the scheduler of {scheduler_file}"
     address = scheduler
     if scheduler_file:
@@ -383,11 +381,37 @@ def _attach(scheduler, scheduler_file, security):
             raise MgapspError(f"the scheduler at {where} uses TLS; give --tls-ca-file, "
                               "--tls-cert and --tls-key")
     try:
-        return Client(address, security=security, timeout="30s")
+        return _client_within(address, security, config.get("cluster.connect-timeout"))
     except Exception as exc:  # distributed raises OSError, TimeoutError, TypeError...
         reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         raise MgapspError(f"cannot connect to the Dask scheduler at {where}: "
                           f"{reason}") from None
+
+
+def _client_within(address, security, seconds: float):
+    """``Client(address)``, or TimeoutError after ``seconds``.  Distributed's own timeout
+    does not bound a scheduler that takes the connection and never answers (a stopped
+    process): the handshake it cancels is awaited until it ends, which is never.  So the
+    client is made on a thread of its own, which is left behind where it does not end."""
+    from distributed import Client
+
+    made: dict = {}
+
+    def attach():
+        try:
+            made["client"] = Client(address, security=security, timeout=f"{seconds}s")
+        except BaseException as exc:    # noqa: BLE001 - handed to the caller
+            made["error"] = exc
+
+    thread = threading.Thread(target=attach, name="mgapsp-attach", daemon=True)
+    thread.start()
+    thread.join(seconds + 5)
+    if thread.is_alive():
+        raise TimeoutError(f"no answer within {seconds:g} s (is the scheduler stopped "
+                           "or overloaded?)")
+    if "error" in made:
+        raise made["error"]
+    return made["client"]
 
 
 def _beside(scheduler_file):
