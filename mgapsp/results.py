@@ -15,6 +15,7 @@ from .errors import MgapspError, StoreError, UnknownLabelError
 from .graph import lookup_array
 from .memory import fresh_array
 from .store import Store, damaged_batches
+from .store.objects import unreachable, unreachable_error
 
 __all__ = ["open", "Result"]
 
@@ -157,6 +158,8 @@ class Result:
             array.get_orthogonal_selection(
                 selection, out=default_buffer_prototype().nd_buffer.from_numpy_array(values))
         except Exception as exc:    # Zarr's codecs raise several types
+            if unreachable(exc):    # no damage: the server did not answer
+                raise unreachable_error(f"{self.store.path}/{name}", exc) from None
             what = ("fails its checksum" if "checksum" in str(exc)
                     else f"cannot be read ({str(exc)[:120]})")
             raise self._damaged(f"a chunk of {name} {what}") from None

@@ -284,3 +284,38 @@ def test_what_goes_wrong_with_the_server_is_said_in_the_user_s_terms(s3, data_di
             "DASK_MGAPSP__STORE__OBJECT_RETRY_SECONDS": "3"}
     line = run(f"s3://{BUCKET}/down.zarr", **down)
     assert "the server does not answer (tried for 3.0 s)" in line, line
+
+
+def test_a_server_that_stops_answering_for_the_flags_ends_resume_in_one_line(
+        s3, data_dir, tmp_path):
+    """Issue 56, item 7: a server that still answers for the metadata but not for the
+    batches' flags is no damage: --resume, info and verify end in one line within the
+    retry window, not a read per flag each with its own retries (27 minutes and more
+    for a job of 420 batches), and nothing is recomputed or written."""
+    from s3_local import FailingProxy
+
+    out = url("flags-gone")
+    src = tmp_path / "sources.txt"
+    src.write_text("\n".join(str(s) for s in range(1, 121)))
+    job = [str(data_dir / "rome99.gr"), "-o", out, "--backend", "cpu", "--no-dashboard",
+           "-q", "--batch-size", "2", "--sources", str(src)]
+    made = cli("run", *job, "--workers", "2")
+    assert made.returncode == 0, made.stderr
+    b = bucket(out)
+    before = sorted((m.key, m.size) for m in b.list())
+    proxy = FailingProxy(s3.endpoint, lambda path: "/batch_done/c/" in path)
+    try:
+        env = {"AWS_ENDPOINT_URL": proxy.endpoint,
+               "DASK_MGAPSP__STORE__OBJECT_RETRY_SECONDS": "2"}
+        for args in (["run", *job, "--resume"], ["info", out], ["verify", out]):
+            t = time.monotonic()
+            proc = cli(*args, env=env, timeout=120)
+            seconds = time.monotonic() - t
+            lines = proc.stderr.strip().splitlines()
+            assert proc.returncode != 0 and len(lines) == 1, (args[0], proc.stderr)
+            assert "cannot read it in the object store: the server does not answer" \
+                in lines[0] or "503" in lines[0], lines[0]
+            assert seconds < 2 * 3 + 20, (args[0], seconds)
+    finally:
+        proxy.close()
+    assert sorted((m.key, m.size) for m in b.list()) == before

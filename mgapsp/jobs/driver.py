@@ -251,6 +251,9 @@ class _Job:
             return
         store, out = self.store, self.req.out
         store.check_resume(self.req.graph, self.plan)
+        # the flags read before the store is claimed: a server that cannot serve them
+        # ends the run with the store as it was
+        store.done_mask()
         store.claim(self.token)     # from here on, an earlier run's workers write nothing
         removed = store.remove_partials()
         if removed:

@@ -24,6 +24,7 @@ import numpy as np
 
 from .files import NO_CHUNK, ChunkLayout, crc32c
 from .layout import Store
+from .objects import unreachable, unreachable_error
 
 __all__ = ["damaged_batches", "batch_ranges"]
 
@@ -221,5 +222,7 @@ def _check_by_reading(arr, row: int) -> str | None:
     try:
         arr[r0:min(r0 + arr.chunks[0], arr.shape[0]), :]
     except Exception as exc:    # zarr and its codecs raise several types
+        if unreachable(exc):    # no damage: the server did not answer
+            raise unreachable_error(arr.path, exc) from None
         return f"{arr.path} rows {r0}.. cannot be read: {str(exc)[:120]}"
     return None

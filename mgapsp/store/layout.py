@@ -40,7 +40,7 @@ from ..errors import ResumeMismatchError, StoreError
 from ..graph import Graph
 from ..plan import METRICS, JobPlan
 from ..reductions import HISTOGRAM_BINS, DistanceHistogram, distance_histogram
-from .objects import bucket, check_place, is_url
+from .objects import bucket, check_place, is_url, unreachable, unreachable_error
 from .planes import PlanesCodec
 
 __all__ = ["Store", "FORMAT_VERSION", "compression_for", "package_versions", "store_state", "check_target",
@@ -517,15 +517,20 @@ class Store:
             mask = arr[:].astype(bool)
             self.unreadable_flags = []
             return mask
-        except Exception:   # which one depends on the damage and on Zarr
-            pass
+        except Exception as exc:   # which one depends on the damage and on Zarr
+            # a server that does not answer is no damage: one line, not a read per flag
+            # (each with its own retries: hours for a job of many batches)
+            if unreachable(exc):
+                raise unreachable_error(f"{self.path}/batch_done", exc) from None
         step = arr.chunks[0]
         mask = np.zeros(arr.shape, dtype=bool)
         self.unreadable_flags = []
         for lo in range(0, arr.shape[0], step):
             try:
                 mask[lo:lo + step] = arr[lo:lo + step].astype(bool)
-            except Exception:
+            except Exception as exc:
+                if unreachable(exc):
+                    raise unreachable_error(f"{self.path}/batch_done", exc) from None
                 self.unreadable_flags.extend(range(lo, min(lo + step, arr.shape[0])))
         return mask
 

@@ -263,6 +263,29 @@ def _explain(exc: Exception) -> str:
     return _first(exc)
 
 
+def unreachable(exc: BaseException) -> bool:
+    """Whether ``exc`` (or what caused it) says that the object store did not answer,
+    or answered with an error, after the retries: never a sign that what it holds is
+    damaged, so never a reason to read a store's objects one by one (each with its own
+    retries) or to count them as lost."""
+    seen: BaseException | None = exc
+    for _ in range(8):
+        if seen is None:
+            return False
+        kind = type(seen)
+        if (kind.__module__ or "").startswith("obstore") and kind.__name__ != "NotFoundError":
+            return True
+        if isinstance(seen, (ConnectionError, TimeoutError)):
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
+
+
+def unreachable_error(where: str, exc: BaseException) -> StoreError:
+    """The one line for a store that did not answer (see :func:`unreachable`)."""
+    return StoreError(f"{where}: cannot read it in the object store: {_explain(exc)}")
+
+
 def _first(exc: Exception) -> str:
     text = str(exc).strip().splitlines()
     return text[0][:300] if text else type(exc).__name__
