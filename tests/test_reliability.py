@@ -864,3 +864,26 @@ def test_a_store_place_that_is_none_is_refused_before_anything_is_made(
                           timeout=120)
     assert proc.returncode != 0 and words in proc.stderr.splitlines()[-1], proc.stderr
     assert list(work.iterdir()) == []
+
+
+@pytest.mark.parametrize("how", ["bytes", "values"])
+def test_a_damaged_stored_graph_is_one_line_for_repair_and_verify(data_dir, tmp_path, how):
+    """Issue 56, item 14: the graph arrays a store keeps (for repair and verify) damaged:
+    their bytes overwritten (they had failed in Blosc with a traceback, after repair
+    said "no damage"), or other values written in their place through Zarr (read
+    without a word): one line that says to give the graph again."""
+    out = tmp_path / "g.zarr"
+    made = faults.mgapsp("run", data_dir / "rome99.gr", "-o", out, "--backend", "cpu",
+                         "-q", "--no-dashboard", "--workers", "1")
+    assert made.rc == 0, made.err
+    if how == "bytes":
+        for chunk in (out / "graph" / "weights" / "c").rglob("*"):
+            if chunk.is_file():
+                chunk.write_bytes(b"\x07" * chunk.stat().st_size)
+    else:
+        weights = zarr.open_array(out / "graph" / "weights", mode="r+")
+        weights[:5] = weights[:5] + 1
+    for command in ("repair", "verify"):
+        r = faults.mgapsp(command, out)
+        assert r.one_line_error, (command, r.err)
+        assert "the graph stored in it" in r.err and "give the graph again" in r.err

@@ -503,6 +503,7 @@ def check_for_repair(path) -> tuple[dict[int, str], int]:
     compute (damaged or never computed)."""
     with StoreLock(path, new_run_id()):
         store = Store.open(path, mode="r+")
+        store.load_graph()      # a damaged graph cannot be repaired from the store
         damaged = damaged_batches(store, deep=True)
         store.unmark_batches(sorted(damaged))
         store.remove_partials()

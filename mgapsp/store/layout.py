@@ -468,12 +468,28 @@ class Store:
         return self.group.attrs["fingerprint"]
 
     def load_graph(self) -> Graph:
-        """The canonical graph the store was computed from."""
-        g = self.group["graph"]
+        """The canonical graph the store was computed from, checked against the
+        fingerprint recorded when the store was made; StoreError where it is damaged
+        (it cannot be computed again from the store: the user gives the graph)."""
         info = self.group.attrs["graph"]
-        return Graph(g["indptr"][:], g["indices"][:], g["weights"][:],
-                     directed=info["directed"], weighted=info["weighted"],
-                     vertex_ids=self.labels("vertex"), name=info["name"])
+        again = (f"; give the graph again: mgapsp run GRAPH -o {self.path} --resume "
+                 "(or --overwrite)")
+        try:
+            g = self.group["graph"]
+            graph = Graph(g["indptr"][:], g["indices"][:], g["weights"][:],
+                          directed=info["directed"], weighted=info["weighted"],
+                          vertex_ids=self.labels("vertex"), name=info["name"])
+        except StoreError:
+            raise
+        except Exception as exc:    # zarr and its codecs raise several types
+            if unreachable(exc):
+                raise unreachable_error(f"{self.path}/graph", exc) from None
+            raise StoreError(f"{self.path}: the graph stored in it cannot be read "
+                             f"({_clip(exc, 120)}){again}") from None
+        if graph.fingerprint != self.fingerprint:
+            raise StoreError(f"{self.path}: the graph stored in it is damaged (it differs "
+                             f"from the fingerprint recorded when the store was made){again}")
+        return graph
 
     def labels(self, which: str) -> np.ndarray:
         """The labels of every ``"vertex"``, ``"source"`` (row) or ``"target"``
