@@ -887,3 +887,59 @@ def test_a_damaged_stored_graph_is_one_line_for_repair_and_verify(data_dir, tmp_
         r = faults.mgapsp(command, out)
         assert r.one_line_error, (command, r.err)
         assert "the graph stored in it" in r.err and "give the graph again" in r.err
+
+
+def _made(data_dir, out, *extra):
+    made = faults.mgapsp("run", data_dir / "rome99.gr", "-o", out, "--backend", "cpu",
+                         "-q", "--no-dashboard", "--workers", "1", *extra)
+    assert made.rc == 0, made.err
+
+
+@pytest.mark.parametrize("change", [{"data_type": "int32", "fill_value": 0},
+                                    {"fill_value": 0.0}])
+def test_changed_array_metadata_is_damage_everywhere(data_dir, tmp_path, change):
+    """Issue 56, item 1: ``distances/zarr.json`` with its dtype or fill value changed
+    (no chunk checksum covers it: every row had been served wrong, and resume and
+    repair said "no damage"): info, --resume, repair, verify and Result each refuse
+    the store in one line naming the file."""
+    out = tmp_path / "m.zarr"
+    src = tmp_path / "sources.txt"
+    src.write_text("\n".join(map(str, range(1, 65))))
+    _made(data_dir, out, "--sources", src)
+    meta = out / "distances" / "zarr.json"
+    doc = json.loads(meta.read_text())
+    doc.update(change)
+    meta.write_text(json.dumps(doc))
+    for args in (["info", out], ["repair", out], ["verify", out],
+                 ["run", data_dir / "rome99.gr", "-o", out, "--resume", "--sources", src,
+                  "--backend", "cpu", "-q", "--no-dashboard"]):
+        r = faults.mgapsp(*args)
+        assert r.one_line_error, (args[0], r.err)
+        assert "distances/zarr.json is not what the store was made with" in r.err, r.err
+    with pytest.raises(StoreError, match="distances/zarr.json"):
+        mgapsp.Result(out)["distances"][:]
+
+
+def test_label_arrays_of_another_store_are_damage(data_dir, tmp_path):
+    """Issue 56, item 2: the source labels copied from another store of the same graph
+    with other sources (rows had been served under the wrong labels, and verify passed
+    with the copied labels), and the vertex labels reversed in place (a wrong path
+    printed): each read refuses in one line."""
+    a, b = tmp_path / "a.zarr", tmp_path / "b.zarr"
+    for out, first in ((a, 1), (b, 101)):
+        src = tmp_path / f"{out.stem}.txt"
+        src.write_text("\n".join(map(str, range(first, first + 64))))
+        _made(data_dir, out, "--sources", src, "--predecessors")
+    for name in ("source", "source_index"):
+        shutil.rmtree(a / name)
+        shutil.copytree(b / name, a / name)
+    for args in (["verify", a], ["path", a, "1", "100"]):
+        r = faults.mgapsp(*args)
+        assert r.one_line_error, (args[0], r.err)
+        assert "the source" in r.err and "other values than the store was made with" in r.err
+    with pytest.raises(StoreError, match="other values"):
+        mgapsp.Result(a).distances([1], [5])
+    vertex = zarr.open_array(b / "vertex", mode="r+")
+    vertex[:] = vertex[:][::-1]
+    r = faults.mgapsp("path", b, "101", "100")
+    assert r.one_line_error and "the vertex array holds other values" in r.err, r.err

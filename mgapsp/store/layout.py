@@ -40,6 +40,7 @@ from ..errors import ResumeMismatchError, StoreError
 from ..graph import Graph
 from ..plan import METRICS, JobPlan
 from ..reductions import HISTOGRAM_BINS, DistanceHistogram, distance_histogram
+from . import digests
 from .objects import bucket, check_place, is_url, unreachable, unreachable_error
 from .planes import PlanesCodec
 
@@ -317,6 +318,7 @@ class Store:
             elif name == "batch_done" and arr.shape != (job["n_batches"],):
                 raise StoreError(f"{self.path}: damaged: batch_done has {arr.shape[0]} "
                                  f"flags for {job['n_batches']} batches")
+        digests.check_metadata(self.group, attrs.get(digests.KEY, {}), self.path)
         if -(-job["n_sources"] // job["batch_size"]) != job["n_batches"]:
             raise StoreError(f"{self.path}: damaged: {job['n_sources']} sources in "
                              f"batches of {job['batch_size']} are not {job['n_batches']} "
@@ -452,6 +454,10 @@ class Store:
                          "updated": _now()},
             "state": "ready",
             "run": _run_record(run_id),
+            digests.KEY: digests.record(group, {
+                "vertex": labels, "source": labels[plan.sources],
+                "source_index": plan.sources.astype(np.int64),
+                "target": labels[targets], "target_index": targets.astype(np.int64)}),
         })
 
     # -- what a store holds ---------------------------------------------------
@@ -495,8 +501,14 @@ class Store:
         """The labels of every ``"vertex"``, ``"source"`` (row) or ``"target"``
         (column): int64, uint64 or str.  Stores of format 1 kept them as ``<which>_ids``."""
         name = which if which in self.group else f"{which}_ids"
-        data = self.group[name][:]
+        data = self._vouched(name)
         return np.array(data.tolist(), dtype=str) if data.dtype.kind in "TUSO" else data
+
+    def _vouched(self, name: str) -> np.ndarray:
+        """Array ``name``'s values, checked against their recorded digest."""
+        data = self.group[name][:]
+        digests.check_values(name, data, self.group.attrs.get(digests.KEY, {}), self.path)
+        return data
 
     def potentials(self) -> np.ndarray | None:
         """Johnson's potentials: stored exactly when the graph has a negative weight."""
@@ -506,11 +518,11 @@ class Store:
         return g["potentials"][:] if "potentials" in g else None
 
     def source_index(self) -> np.ndarray:
-        return self.group["source_index"][:]
+        return self._vouched("source_index")
 
     def target_index(self) -> np.ndarray | None:
         """Internal indices of the columns; None when every vertex is a column."""
-        return None if self.job["all_targets"] else self.group["target_index"][:]
+        return None if self.job["all_targets"] else self._vouched("target_index")
 
     def plan(self) -> JobPlan:
         job = self.job
