@@ -73,7 +73,23 @@ class Result:
         return f"<mgapsp.Result {self.location!r}: {what}, {info['rows_done']} rows done>"
 
     def __getitem__(self, name: str):
+        """The Zarr array ``name``, read as it is (no check per read): its batches are
+        checked once, when first handed out, as :meth:`to_xarray` does."""
+        if name in ("distances", "predecessors") or name in self.store.job.get("metrics", ()):
+            self._vouch_all()
         return self.group[name]
+
+    def _vouch_all(self) -> None:
+        """Every flagged batch's files checked once (whole, in their place: the quick
+        check of ``info``), before the arrays are handed to a reader that reads them
+        without this module: a shard or chunk file moved is refused, not served."""
+        if getattr(self, "_vouched", False):
+            return
+        damaged = damaged_batches(self.store)
+        if damaged:
+            b, problem = min(damaged.items())
+            raise self._damaged(f"batch {b} ({problem})")
+        self._vouched = True
 
     def __contains__(self, name: str) -> bool:
         return name in self.group
@@ -235,8 +251,11 @@ class Result:
             import xarray
         except ImportError:
             raise MgapspError("to_xarray needs xarray: pip install xarray") from None
-        # the store Zarr already opened: a path, or the objects of an s3:// store
-        ds = xarray.open_zarr(self.group.store_path.store, consolidated=None)
+        self._vouch_all()
+        # the store Zarr already opened: a path, or the objects of an s3:// store; each
+        # array's own zarr.json (the one checked against its digest), not the
+        # consolidated copy
+        ds = xarray.open_zarr(self.group.store_path.store, consolidated=False)
         drop = [v for v in _INTERNAL if v in ds]
         if not self.store.job.get("distances", True):
             # stores made before metrics-only ones left it out held an empty one

@@ -943,3 +943,45 @@ def test_label_arrays_of_another_store_are_damage(data_dir, tmp_path):
     vertex[:] = vertex[:][::-1]
     r = faults.mgapsp("path", b, "101", "100")
     assert r.one_line_error and "the vertex array holds other values" in r.err, r.err
+
+
+def test_chunk_files_moved_with_their_crc_records_are_damage(data_dir, tmp_path):
+    """Issue 56, item 3: without shards, two batches' chunk files swapped together with
+    their records of CRCs (each file whole, each record matching its files: 128 wrong
+    rows had been served, and info, resume and repair found nothing). The record says
+    whose it is: reads refuse, info names the batches, repair computes them again."""
+    out = tmp_path / "c.zarr"
+    src = tmp_path / "sources.txt"
+    src.write_text("\n".join(map(str, range(1, 129))))
+    _made(data_dir, out, "--sources", src, "--no-shards", "--batch-size", "64")
+    right = mgapsp.Result(out).distances()
+    for folder in (out / "distances" / "c", out / "chunk_crc" / "distances" / "c"):
+        (folder / "0").rename(folder / "x")
+        (folder / "1").rename(folder / "0")
+        (folder / "x").rename(folder / "1")
+    for read in (lambda r: r.distances(), lambda r: r["distances"][:64],
+                 lambda r: r.to_xarray()):
+        with pytest.raises(StoreError, match="not of batch 0's"):
+            read(mgapsp.Result(out))
+    info = faults.mgapsp("info", out)
+    assert "damaged: 2 flagged batch(es) fail their checks: 0-1" in info.out, info.out
+    repaired = faults.mgapsp("repair", out)
+    assert repaired.rc == 0 and "2 damaged batch(es)" in repaired.out, repaired.out
+    np.testing.assert_array_equal(mgapsp.Result(out).distances(), right)
+
+
+def test_to_xarray_refuses_shards_swapped_between_batches(data_dir, tmp_path):
+    """Issue 56, item 5: two batches' shards swapped (each whole): Result's own reads
+    refused them, to_xarray served 70 of 70 rows wrong; now it refuses too, as does the
+    raw array Result hands out."""
+    out = tmp_path / "x.zarr"
+    src = tmp_path / "sources.txt"
+    src.write_text("\n".join(map(str, range(1, 129))))
+    _made(data_dir, out, "--sources", src, "--batch-size", "64")
+    shards = out / "distances" / "c"
+    (shards / "0").rename(shards / "x")
+    (shards / "1").rename(shards / "0")
+    (shards / "x").rename(shards / "1")
+    for read in (lambda r: r.to_xarray(), lambda r: r["distances"], lambda r: r.distances()):
+        with pytest.raises(StoreError, match="damaged: batch 0"):
+            read(mgapsp.Result(out))

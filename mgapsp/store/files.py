@@ -130,7 +130,10 @@ class ChunkLayout:
         """Record the CRCs of the chunks of ``row`` (a uint32 each) once they are
         stored."""
         rec = self.record_layout()
-        return rec.put_key((row, 0), rec.encode(np.ascontiguousarray(crcs, "<u4")), guard)
+        crcs = np.ascontiguousarray(crcs, "<u4")
+        if rec.chunks[1] == len(crcs) + 1:      # the record says its batch (see layout)
+            crcs = np.append(crcs, np.uint32(row)).astype("<u4")
+        return rec.put_key((row, 0), rec.encode(crcs), guard)
 
     def put(self, row_chunk: int, col_chunk: int, tile: np.ndarray, guard=None) -> int:
         return self.put_key((row_chunk, col_chunk), self.encode(tile), guard)

@@ -82,7 +82,7 @@ def _check_row(lay: ChunkLayout, row: int, deep: bool) -> str | None:
         return _check_by_reading(arr, row) if deep else None
     n_cols = -(-arr.shape[1] // lay.chunks[1])
     if lay.shard is None:
-        recorded, problem = _recorded_crcs(lay, row)
+        recorded, problem = _recorded_crcs(lay, row, n_cols)
         if problem:
             return problem
         for j in range(n_cols):
@@ -130,9 +130,11 @@ def _size(where, key: str) -> tuple[int, str | None]:
     return size, (f"{key} is empty" if size == 0 else None)
 
 
-def _recorded_crcs(lay: ChunkLayout, row: int) -> tuple[bytes | None, str | None]:
-    """The CRCs recorded for the chunk files of ``row`` (4 bytes each), where the array
-    keeps a record; else None."""
+def _recorded_crcs(lay: ChunkLayout, row: int,
+                   n_cols: int) -> tuple[bytes | None, str | None]:
+    """The CRCs recorded for the ``n_cols`` chunk files of ``row`` (4 bytes each), where
+    the array keeps a record; else None.  A record that names its batch (stores made
+    since) must name ``row``: chunk files moved together with their record are found."""
     if lay.record is None:
         return None, None
     rec = lay.record_layout()
@@ -143,7 +145,12 @@ def _recorded_crcs(lay: ChunkLayout, row: int) -> tuple[bytes | None, str | None
     data = _read(_where(rec, key))
     if _check_chunk(rec, data, key) or len(data) != 4 * rec.chunks[1] + 4:
         return None, f"{key}: the record of its chunks' checksums is damaged"
-    return data[:-4], None
+    if rec.chunks[1] == n_cols + 1:
+        whose = int.from_bytes(data[4 * n_cols:4 * n_cols + 4], "little")
+        if whose != row:
+            return None, (f"{key}: the record of batch {whose}'s chunks, not of batch "
+                          f"{row}'s (moved, with its chunk files?)")
+    return data[:4 * n_cols], None
 
 
 def _check_chunk_file(lay: ChunkLayout, key: str, deep: bool,

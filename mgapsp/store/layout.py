@@ -375,10 +375,12 @@ class Store:
         def ident(name):
             if shards:
                 return {"mgapsp_shard_id": {"store": store_id, "array": name}}
-            # chunk files: their CRCs recorded per batch (files.ChunkFiles)
+            # chunk files: their CRCs recorded per batch (files.ChunkFiles), and last
+            # the batch, so that a record moved with its chunks to another batch's
+            # place says whose it is
             group.require_group("chunk_crc").create_array(
-                name, shape=(plan.n_batches, -(-n // plan.col_chunk)),
-                chunks=(1, -(-n // plan.col_chunk)), dtype="<u4", fill_value=0,
+                name, shape=(plan.n_batches, -(-n // plan.col_chunk) + 1),
+                chunks=(1, -(-n // plan.col_chunk) + 1), dtype="<u4", fill_value=0,
                 compressors=[Crc32cCodec()], dimension_names=("batch", "chunk"))
             return {"mgapsp_chunk_crcs": f"chunk_crc/{name}"}
 
