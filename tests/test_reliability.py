@@ -985,3 +985,27 @@ def test_to_xarray_refuses_shards_swapped_between_batches(data_dir, tmp_path):
     for read in (lambda r: r.to_xarray(), lambda r: r["distances"], lambda r: r.distances()):
         with pytest.raises(StoreError, match="damaged: batch 0"):
             read(mgapsp.Result(out))
+
+
+@pytest.mark.parametrize("with_record", [False, True])
+def test_metric_chunks_swapped_between_batches_are_damage(data_dir, tmp_path, with_record):
+    """Issue 56, item 4: two batches' closeness chunks swapped (each whole; with and
+    without their record of CRCs): verify had found it but resume and repair said "no
+    damage". Reads refuse, and repair computes both batches again."""
+    out = tmp_path / "k.zarr"
+    src = tmp_path / "sources.txt"
+    src.write_text("\n".join(map(str, range(1, 129))))
+    _made(data_dir, out, "--sources", src, "--batch-size", "64", "--metrics",
+          "closeness,eccentricity", "--no-distances")
+    right = mgapsp.Result(out).metric("closeness")
+    folders = [out / "closeness" / "c"] + ([out / "chunk_crc" / "metrics" / "c"]
+                                           if with_record else [])
+    for folder in folders:
+        (folder / "0").rename(folder / "x")
+        (folder / "1").rename(folder / "0")
+        (folder / "x").rename(folder / "1")
+    with pytest.raises(StoreError, match="damaged: batch 0"):
+        mgapsp.Result(out).metric("closeness")
+    repaired = faults.mgapsp("repair", out)
+    assert repaired.rc == 0 and "2 damaged batch(es)" in repaired.out, repaired.out
+    np.testing.assert_array_equal(mgapsp.Result(out).metric("closeness"), right)

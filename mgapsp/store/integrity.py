@@ -39,8 +39,12 @@ def damaged_batches(store: Store, batches=None, *, deep: bool = False,
     names = ((["distances"] if store.job.get("distances", True) else [])
              + (["predecessors"] if store.job["predecessors"] else []))
     layouts = [(name, ChunkLayout(store.array(name))) for name in names]
-    # the job's metrics: a chunk of each per batch (a file of its own)
+    # the job's metrics: a chunk of each per batch (a file of its own), and where the
+    # store keeps one, each batch's record of their CRCs
     metrics = [ChunkLayout(store.array(name)) for name in store.job.get("metrics", ())]
+    record = (ChunkLayout(store.array("chunk_crc/metrics"))
+              if "chunk_crc/metrics" in store.group else None)
+    recorded_names = list(record.arr.attrs.get("metrics", ())) if record else []
     if not batches:
         return {}
 
@@ -49,9 +53,18 @@ def damaged_batches(store: Store, batches=None, *, deep: bool = False,
             problem = _check_row(lay, b, deep)
             if problem:
                 return problem
+        crcs = None
+        if record is not None and record.ok and record.stored_whole:
+            crcs, problem = _record_row(record, b, len(recorded_names))
+            if problem:
+                return problem
         for lay in metrics:
             if lay.ok and lay.stored_whole:
-                problem = _check_chunk_file(lay, lay.key((b,)), deep)
+                name = lay.arr.basename
+                at = recorded_names.index(name) if name in recorded_names else None
+                want = None if crcs is None or at is None else crcs[4 * at:4 * at + 4]
+                problem = _check_chunk_file(lay, lay.key((b,)), deep,
+                                            None if want == bytes(4) else want)
                 if problem:
                     return problem
         return None
@@ -137,7 +150,11 @@ def _recorded_crcs(lay: ChunkLayout, row: int,
     since) must name ``row``: chunk files moved together with their record are found."""
     if lay.record is None:
         return None, None
-    rec = lay.record_layout()
+    return _record_row(lay.record_layout(), row, n_cols)
+
+
+def _record_row(rec: ChunkLayout, row: int, n_cols: int) -> tuple[bytes | None, str | None]:
+    """Row ``row`` of a record of CRCs (``n_cols`` of them, 4 bytes each), checked."""
     key = rec.key((row, 0))
     size, problem = _size(_where(rec, key), key)
     if problem:

@@ -420,6 +420,16 @@ class Store:
                                dtype="int64" if integer else "float64",
                                fill_value=-1 if integer else np.nan,
                                compressors=[Crc32cCodec()], dimension_names=("source",))
+        per_source = [m for m in plan.metrics if m != "histogram"]
+        if per_source:
+            # each batch's record of its metric chunks' CRCs, and last the batch: a
+            # chunk moved to another batch's place, with or without its record, is
+            # damage (a batch's histogram counts are only ever summed)
+            group.require_group("chunk_crc").create_array(
+                "metrics", shape=(plan.n_batches, len(per_source) + 1),
+                chunks=(1, len(per_source) + 1), dtype="<u4", fill_value=0,
+                compressors=[Crc32cCodec()], dimension_names=("batch", "metric"),
+                attributes={"metrics": per_source})
         # a chunk per batch: the worker that wrote a batch marks it (a new file, so no
         # two processes share one), and the client's records leave it alone
         group.create_array("batch_done", shape=(plan.n_batches,), dtype="uint8",
@@ -651,8 +661,10 @@ class Store:
         """Batch ``batch``'s value of each of the job's metrics (``values``: a host array
         each, a value per row), its chunk of each metric's array (a worker, after its
         rows and before its flag)."""
+        from .files import ChunkLayout
         from .writer import write_chunk
 
+        crcs = []
         for name in self.job.get("metrics", ()):
             arr = self.array(name)
             if name == "histogram":
@@ -663,6 +675,12 @@ class Store:
             v = np.asarray(values[name])
             chunk[:len(v)] = v
             write_chunk(arr, (batch,), chunk, guard)
+            lay = ChunkLayout(arr)
+            crcs.append(int.from_bytes(lay.encode(chunk)[-4:], "little") if lay.ok and lay.crc
+                        else 0)
+        if crcs and "chunk_crc/metrics" in self.group:
+            rec = ChunkLayout(self.array("chunk_crc/metrics"))
+            rec.put_key((batch, 0), rec.encode(np.array(crcs + [batch], dtype="<u4")), guard)
 
     def metric(self, name: str) -> np.ndarray:
         """The whole array of metric ``name`` (the fill value where not computed)."""
