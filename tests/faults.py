@@ -533,6 +533,136 @@ def huge_declared_counts(workdir: Path) -> dict:
 
 # -- the campaign -------------------------------------------------------------------
 
+
+# -- issue 56: every byte vouched for ---------------------------------------------------
+def _rome_store(out: Path, *extra) -> None:
+    made = mgapsp("run", DATA / "rome99.gr", "-o", out, "--backend", "cpu", "-q",
+                  "--no-dashboard", "--workers", 1, *extra)
+    assert made.rc == 0, made.err
+
+
+def _sources(workdir: Path, first: int, count: int, name: str = "sources.txt") -> Path:
+    src = Path(workdir) / name
+    src.write_text("\n".join(map(str, range(first, first + count))))
+    return src
+
+
+def _swap(folder: Path, a: str = "0", b: str = "1") -> None:
+    (folder / a).rename(folder / "swap")
+    (folder / b).rename(folder / a)
+    (folder / "swap").rename(folder / b)
+
+
+def metadata_changed(workdir: Path, change: dict) -> dict:
+    """``distances/zarr.json`` edited (``change``: its dtype, its fill value): what
+    info, repair, verify and --resume say."""
+    import json
+
+    workdir = Path(workdir)
+    out, src = workdir / "meta.zarr", _sources(workdir, 1, 64)
+    _rome_store(out, "--sources", src)
+    meta = out / "distances" / "zarr.json"
+    meta.write_text(json.dumps({**json.loads(meta.read_text()), **change}))
+    return {"info": mgapsp("info", out), "repair": mgapsp("repair", out),
+            "verify": mgapsp("verify", out),
+            "resume": mgapsp("run", DATA / "rome99.gr", "-o", out, "--resume", "--sources",
+                             src, "--backend", "cpu", "-q", "--no-dashboard")}
+
+
+def labels_copied(workdir: Path) -> dict:
+    """The source labels of another store of the same graph copied in; another
+    store's vertex labels reversed: what verify and path say."""
+    import zarr
+
+    workdir = Path(workdir)
+    a, b = workdir / "a.zarr", workdir / "b.zarr"
+    for out, first in ((a, 1), (b, 101)):
+        _rome_store(out, "--sources", _sources(workdir, first, 64, f"{out.stem}.txt"),
+                    "--predecessors")
+    for name in ("source", "source_index"):
+        shutil.rmtree(a / name)
+        shutil.copytree(b / name, a / name)
+    vertex = zarr.open_array(b / "vertex", mode="r+")
+    vertex[:] = vertex[:][::-1]
+    return {"verify": mgapsp("verify", a), "path": mgapsp("path", a, "1", "100"),
+            "reversed": mgapsp("path", b, "101", "100")}
+
+
+def chunk_files_moved(workdir: Path) -> dict:
+    """Without shards, two batches' chunk files swapped together with their records of
+    CRCs: what a read, info and repair say, and the rows after repair."""
+    workdir = Path(workdir)
+    out = workdir / "files.zarr"
+    _rome_store(out, "--sources", _sources(workdir, 1, 128), "--no-shards",
+                "--batch-size", 64)
+    before = read_rows(out)
+    for folder in (out / "distances" / "c", out / "chunk_crc" / "distances" / "c"):
+        _swap(folder)
+    reads = {"read": python_read(out, "r.distances()"),
+             "raw": python_read(out, "r['distances'][:64]"),
+             "xarray": python_read(out, "r.to_xarray()"), "info": mgapsp("info", out)}
+    return {**reads, "repair": mgapsp("repair", out), "same_after": read_rows(out) == before}
+
+
+def metric_chunks_swapped(workdir: Path, with_record: bool) -> dict:
+    """Two batches' closeness chunks swapped (and their records of CRCs, or not)."""
+    workdir = Path(workdir)
+    out = workdir / "metrics.zarr"
+    _rome_store(out, "--sources", _sources(workdir, 1, 128), "--batch-size", 64,
+                "--metrics", "closeness,eccentricity", "--no-distances")
+    before = read_rows(out, "r.metric('closeness')")
+    _swap(out / "closeness" / "c")
+    if with_record:
+        _swap(out / "chunk_crc" / "metrics" / "c")
+    return {"read": python_read(out, "r.metric('closeness')"),
+            "resume_check": mgapsp("info", out), "repair": mgapsp("repair", out),
+            "same_after": read_rows(out, "r.metric('closeness')") == before}
+
+
+def shards_to_xarray(workdir: Path) -> dict:
+    """Two batches' shards swapped, read through ``Result.to_xarray()``."""
+    workdir = Path(workdir)
+    out = workdir / "xr.zarr"
+    _rome_store(out, "--sources", _sources(workdir, 1, 128), "--batch-size", 64)
+    _swap(out / "distances" / "c")
+    return {"read": python_read(out, "r.to_xarray()['distances'].values")}
+
+
+def stored_graph_damaged(workdir: Path, how: str) -> dict:
+    """The graph a store keeps, its weights' bytes overwritten or other values written
+    through Zarr: what repair and verify say."""
+    import zarr
+
+    workdir = Path(workdir)
+    out = workdir / "graph.zarr"
+    _rome_store(out)
+    if how == "bytes":
+        for chunk in (out / "graph" / "weights" / "c").rglob("*"):
+            if chunk.is_file():
+                chunk.write_bytes(b"\x07" * chunk.stat().st_size)
+    else:
+        weights = zarr.open_array(out / "graph" / "weights", mode="r+")
+        weights[:5] = weights[:5] + 1
+    return {"repair": mgapsp("repair", out), "verify": mgapsp("verify", out)}
+
+
+def python_read(out: Path, expr: str) -> Outcome:
+    """``expr`` of ``r = mgapsp.Result(out)`` in a process of its own: its error's last
+    line, as a user's script would show it."""
+    t = time.monotonic()
+    p = subprocess.run([sys.executable, "-c", f"import mgapsp; r = mgapsp.Result({str(out)!r}); "
+                        f"print(repr({expr})[:80])"], capture_output=True, text=True,
+                       env=env(), cwd=ROOT, timeout=300)
+    return Outcome(p.returncode, p.stdout, p.stderr, time.monotonic() - t)
+
+
+def read_rows(out: Path, expr: str = "r.distances()") -> str:
+    """A digest of what a read returns (for: the same after repair)."""
+    r = python_read(out, f"__import__('hashlib').sha1(({expr}).tobytes()).hexdigest()")
+    assert r.rc == 0, r.err
+    return r.out.strip()
+
+
 def main() -> int:
     rows: list[tuple[str, bool, str]] = []
 
@@ -562,7 +692,7 @@ def main() -> int:
     record("one of two workers hung before --resume starts",
            r["outcome"].rc == 0 and v.rc == 0,
            f"job exit {r['outcome'].rc} in {r['seconds']:.1f} s; verify --all exit {v.rc}")
-    r = scheduler_hung(scratch())
+    r = hung = scheduler_hung(scratch())
     v = verify_all(r["store"])
     record("scheduler hung (SIGSTOP) mid-job",
            r["outcome"].one_line_error and r["resumed"].rc == 0 and v.rc == 0,
@@ -622,6 +752,46 @@ def main() -> int:
         record(f"two billion vertices declared ({fmt})", ok and not (
             r["cli"].rc and r["store_made"]),
                f"{r['read'][:100]}; peak {r['max_rss_mb'] or 0:.0f} MB")
+    # issue 56
+    r = hung
+    record("--resume --scheduler-file on a stopped scheduler", r["attach"].one_line_error
+           and r["attach"].seconds < 30,
+           f"exit {r['attach'].rc} after {r['attach'].seconds:.1f} s: "
+           f"{r['attach'].err_lines[-1:]}")
+    for change in ({"data_type": "int32", "fill_value": 0}, {"fill_value": 0.0}):
+        r = metadata_changed(scratch(), change)
+        record(f"distances/zarr.json changed: {change}",
+               all(o.one_line_error and "zarr.json is not what" in o.err for o in r.values()),
+               "; ".join(f"{k} exit {o.rc}" for k, o in r.items())
+               + f": {r['info'].err_lines[-1:]}")
+    r = labels_copied(scratch())
+    record("source labels of another store; vertex labels reversed",
+           all(o.one_line_error and "other values" in o.err for o in r.values()),
+           "; ".join(f"{k} exit {o.rc}" for k, o in r.items())
+           + f": {r['verify'].err_lines[-1:]}")
+    r = chunk_files_moved(scratch())
+    record("chunk files swapped with their CRC records (--no-shards)",
+           r["read"].rc != 0 and "damaged" in r["read"].err
+           and "2 flagged batch(es)" in r["info"].out and r["repair"].rc == 0
+           and r["same_after"],
+           f"read: {r['read'].err.strip().splitlines()[-1:]}; repair exit {r['repair'].rc}; "
+           f"rows as before after repair: {r['same_after']}")
+    for with_record in (False, True):
+        r = metric_chunks_swapped(scratch(), with_record)
+        record(f"closeness chunks swapped{' with their record' if with_record else ''}",
+               r["read"].rc != 0 and "damaged" in r["read"].err
+               and "2 damaged batch(es)" in r["repair"].out and r["same_after"],
+               f"read: {r['read'].err.strip().splitlines()[-1:]}; repair: "
+               f"{r['repair'].out.splitlines()[:1]}; as before: {r['same_after']}")
+    r = shards_to_xarray(scratch())
+    record("shards swapped, read through to_xarray",
+           r["read"].rc != 0 and "damaged: batch 0" in r["read"].err,
+           f"{r['read'].err.strip().splitlines()[-1:]}")
+    for how in ("bytes", "values"):
+        r = stored_graph_damaged(scratch(), how)
+        record(f"the stored graph damaged ({how})",
+               all(o.one_line_error and "give the graph again" in o.err for o in r.values()),
+               f"{r['repair'].err_lines[-1:]}")
     failed = [name for name, ok, _ in rows if not ok]
     print(f"\n{len(rows) - len(failed)} of {len(rows)} scenarios held"
           + (f"; failed: {', '.join(failed)}" if failed else ""))

@@ -286,6 +286,7 @@ def test_what_goes_wrong_with_the_server_is_said_in_the_user_s_terms(s3, data_di
     assert "the server does not answer (tried for 3.0 s)" in line, line
 
 
+@pytest.mark.slow
 def test_a_server_that_stops_answering_for_the_flags_ends_resume_in_one_line(
         s3, data_dir, tmp_path):
     """Issue 56, item 7: a server that still answers for the metadata but not for the

@@ -866,146 +866,86 @@ def test_a_store_place_that_is_none_is_refused_before_anything_is_made(
     assert list(work.iterdir()) == []
 
 
+
+@pytest.mark.slow
 @pytest.mark.parametrize("how", ["bytes", "values"])
-def test_a_damaged_stored_graph_is_one_line_for_repair_and_verify(data_dir, tmp_path, how):
+def test_a_damaged_stored_graph_is_one_line_for_repair_and_verify(tmp_path, how):
     """Issue 56, item 14: the graph arrays a store keeps (for repair and verify) damaged:
     their bytes overwritten (they had failed in Blosc with a traceback, after repair
     said "no damage"), or other values written in their place through Zarr (read
     without a word): one line that says to give the graph again."""
-    out = tmp_path / "g.zarr"
-    made = faults.mgapsp("run", data_dir / "rome99.gr", "-o", out, "--backend", "cpu",
-                         "-q", "--no-dashboard", "--workers", "1")
-    assert made.rc == 0, made.err
-    if how == "bytes":
-        for chunk in (out / "graph" / "weights" / "c").rglob("*"):
-            if chunk.is_file():
-                chunk.write_bytes(b"\x07" * chunk.stat().st_size)
-    else:
-        weights = zarr.open_array(out / "graph" / "weights", mode="r+")
-        weights[:5] = weights[:5] + 1
-    for command in ("repair", "verify"):
-        r = faults.mgapsp(command, out)
-        assert r.one_line_error, (command, r.err)
-        assert "the graph stored in it" in r.err and "give the graph again" in r.err
+    r = faults.stored_graph_damaged(tmp_path, how)
+    for command, outcome in r.items():
+        assert outcome.one_line_error, (command, outcome.err)
+        assert "the graph stored in it" in outcome.err
+        assert "give the graph again" in outcome.err
 
 
-def _made(data_dir, out, *extra):
-    made = faults.mgapsp("run", data_dir / "rome99.gr", "-o", out, "--backend", "cpu",
-                         "-q", "--no-dashboard", "--workers", "1", *extra)
-    assert made.rc == 0, made.err
-
-
+@pytest.mark.slow
 @pytest.mark.parametrize("change", [{"data_type": "int32", "fill_value": 0},
                                     {"fill_value": 0.0}])
-def test_changed_array_metadata_is_damage_everywhere(data_dir, tmp_path, change):
+def test_changed_array_metadata_is_damage_everywhere(tmp_path, change):
     """Issue 56, item 1: ``distances/zarr.json`` with its dtype or fill value changed
     (no chunk checksum covers it: every row had been served wrong, and resume and
     repair said "no damage"): info, --resume, repair, verify and Result each refuse
     the store in one line naming the file."""
-    out = tmp_path / "m.zarr"
-    src = tmp_path / "sources.txt"
-    src.write_text("\n".join(map(str, range(1, 65))))
-    _made(data_dir, out, "--sources", src)
-    meta = out / "distances" / "zarr.json"
-    doc = json.loads(meta.read_text())
-    doc.update(change)
-    meta.write_text(json.dumps(doc))
-    for args in (["info", out], ["repair", out], ["verify", out],
-                 ["run", data_dir / "rome99.gr", "-o", out, "--resume", "--sources", src,
-                  "--backend", "cpu", "-q", "--no-dashboard"]):
-        r = faults.mgapsp(*args)
-        assert r.one_line_error, (args[0], r.err)
-        assert "distances/zarr.json is not what the store was made with" in r.err, r.err
+    r = faults.metadata_changed(tmp_path, change)
+    for command, outcome in r.items():
+        assert outcome.one_line_error, (command, outcome.err)
+        assert "distances/zarr.json is not what the store was made with" in outcome.err
     with pytest.raises(StoreError, match="distances/zarr.json"):
-        mgapsp.Result(out)["distances"][:]
+        mgapsp.Result(tmp_path / "meta.zarr")
 
 
-def test_label_arrays_of_another_store_are_damage(data_dir, tmp_path):
+@pytest.mark.slow
+def test_label_arrays_of_another_store_are_damage(tmp_path):
     """Issue 56, item 2: the source labels copied from another store of the same graph
     with other sources (rows had been served under the wrong labels, and verify passed
     with the copied labels), and the vertex labels reversed in place (a wrong path
     printed): each read refuses in one line."""
-    a, b = tmp_path / "a.zarr", tmp_path / "b.zarr"
-    for out, first in ((a, 1), (b, 101)):
-        src = tmp_path / f"{out.stem}.txt"
-        src.write_text("\n".join(map(str, range(first, first + 64))))
-        _made(data_dir, out, "--sources", src, "--predecessors")
-    for name in ("source", "source_index"):
-        shutil.rmtree(a / name)
-        shutil.copytree(b / name, a / name)
-    for args in (["verify", a], ["path", a, "1", "100"]):
-        r = faults.mgapsp(*args)
-        assert r.one_line_error, (args[0], r.err)
-        assert "the source" in r.err and "other values than the store was made with" in r.err
+    r = faults.labels_copied(tmp_path)
+    for command in ("verify", "path"):
+        assert r[command].one_line_error, (command, r[command].err)
+        assert "the source" in r[command].err
+        assert "other values than the store was made with" in r[command].err
+    assert r["reversed"].one_line_error, r["reversed"].err
+    assert "the vertex array holds other values" in r["reversed"].err
     with pytest.raises(StoreError, match="other values"):
-        mgapsp.Result(a).distances([1], [5])
-    vertex = zarr.open_array(b / "vertex", mode="r+")
-    vertex[:] = vertex[:][::-1]
-    r = faults.mgapsp("path", b, "101", "100")
-    assert r.one_line_error and "the vertex array holds other values" in r.err, r.err
+        mgapsp.Result(tmp_path / "a.zarr").distances([1], [5])
 
 
-def test_chunk_files_moved_with_their_crc_records_are_damage(data_dir, tmp_path):
+@pytest.mark.slow
+def test_chunk_files_moved_with_their_crc_records_are_damage(tmp_path):
     """Issue 56, item 3: without shards, two batches' chunk files swapped together with
     their records of CRCs (each file whole, each record matching its files: 128 wrong
     rows had been served, and info, resume and repair found nothing). The record says
     whose it is: reads refuse, info names the batches, repair computes them again."""
-    out = tmp_path / "c.zarr"
-    src = tmp_path / "sources.txt"
-    src.write_text("\n".join(map(str, range(1, 129))))
-    _made(data_dir, out, "--sources", src, "--no-shards", "--batch-size", "64")
-    right = mgapsp.Result(out).distances()
-    for folder in (out / "distances" / "c", out / "chunk_crc" / "distances" / "c"):
-        (folder / "0").rename(folder / "x")
-        (folder / "1").rename(folder / "0")
-        (folder / "x").rename(folder / "1")
-    for read in (lambda r: r.distances(), lambda r: r["distances"][:64],
-                 lambda r: r.to_xarray()):
-        with pytest.raises(StoreError, match="not of batch 0's"):
-            read(mgapsp.Result(out))
-    info = faults.mgapsp("info", out)
-    assert "damaged: 2 flagged batch(es) fail their checks: 0-1" in info.out, info.out
-    repaired = faults.mgapsp("repair", out)
-    assert repaired.rc == 0 and "2 damaged batch(es)" in repaired.out, repaired.out
-    np.testing.assert_array_equal(mgapsp.Result(out).distances(), right)
+    r = faults.chunk_files_moved(tmp_path)
+    for read in ("read", "raw", "xarray"):
+        assert r[read].rc != 0 and "not of batch 0's" in r[read].err, (read, r[read].err)
+    assert "damaged: 2 flagged batch(es) fail their checks: 0-1" in r["info"].out
+    assert r["repair"].rc == 0 and "2 damaged batch(es)" in r["repair"].out
+    assert r["same_after"]
 
 
-def test_to_xarray_refuses_shards_swapped_between_batches(data_dir, tmp_path):
+@pytest.mark.slow
+def test_to_xarray_refuses_shards_swapped_between_batches(tmp_path):
     """Issue 56, item 5: two batches' shards swapped (each whole): Result's own reads
     refused them, to_xarray served 70 of 70 rows wrong; now it refuses too, as does the
     raw array Result hands out."""
-    out = tmp_path / "x.zarr"
-    src = tmp_path / "sources.txt"
-    src.write_text("\n".join(map(str, range(1, 129))))
-    _made(data_dir, out, "--sources", src, "--batch-size", "64")
-    shards = out / "distances" / "c"
-    (shards / "0").rename(shards / "x")
-    (shards / "1").rename(shards / "0")
-    (shards / "x").rename(shards / "1")
-    for read in (lambda r: r.to_xarray(), lambda r: r["distances"], lambda r: r.distances()):
-        with pytest.raises(StoreError, match="damaged: batch 0"):
-            read(mgapsp.Result(out))
+    r = faults.shards_to_xarray(tmp_path)
+    assert r["read"].rc != 0 and "damaged: batch 0" in r["read"].err, r["read"].err
+    with pytest.raises(StoreError, match="damaged: batch 0"):
+        mgapsp.Result(tmp_path / "xr.zarr")["distances"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("with_record", [False, True])
-def test_metric_chunks_swapped_between_batches_are_damage(data_dir, tmp_path, with_record):
+def test_metric_chunks_swapped_between_batches_are_damage(tmp_path, with_record):
     """Issue 56, item 4: two batches' closeness chunks swapped (each whole; with and
     without their record of CRCs): verify had found it but resume and repair said "no
     damage". Reads refuse, and repair computes both batches again."""
-    out = tmp_path / "k.zarr"
-    src = tmp_path / "sources.txt"
-    src.write_text("\n".join(map(str, range(1, 129))))
-    _made(data_dir, out, "--sources", src, "--batch-size", "64", "--metrics",
-          "closeness,eccentricity", "--no-distances")
-    right = mgapsp.Result(out).metric("closeness")
-    folders = [out / "closeness" / "c"] + ([out / "chunk_crc" / "metrics" / "c"]
-                                           if with_record else [])
-    for folder in folders:
-        (folder / "0").rename(folder / "x")
-        (folder / "1").rename(folder / "0")
-        (folder / "x").rename(folder / "1")
-    with pytest.raises(StoreError, match="damaged: batch 0"):
-        mgapsp.Result(out).metric("closeness")
-    repaired = faults.mgapsp("repair", out)
-    assert repaired.rc == 0 and "2 damaged batch(es)" in repaired.out, repaired.out
-    np.testing.assert_array_equal(mgapsp.Result(out).metric("closeness"), right)
+    r = faults.metric_chunks_swapped(tmp_path, with_record)
+    assert r["read"].rc != 0 and "damaged: batch 0" in r["read"].err, r["read"].err
+    assert r["repair"].rc == 0 and "2 damaged batch(es)" in r["repair"].out
+    assert r["same_after"]
