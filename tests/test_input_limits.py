@@ -180,13 +180,22 @@ def limited(tmp_path_factory):
     cases["snap-labels"] = {"kind": "file", "path": str(snap)}
     cases["mtx-array"] = {"kind": "file", "path": str(mtx_array)}
     cases["gzip-bomb"] = {"kind": "file", "path": str(bomb)}
+    # short lines: 40 MB of "0 1" (10 million edges) is three times 40 MB as text,
+    # but each line's objects are what fill memory (issue 56, item 13)
+    lines = d / "short-lines.txt"
+    lines.write_bytes(b"0 1\n" * 10_000_000)
+    cases["short-lines"] = {"kind": "file", "path": str(lines)}
+    lines_gz = d / "short-lines.txt.gz"
+    lines_gz.write_bytes(gzip.compress(b"0 1\n" * 10_000_000, compresslevel=1))
+    cases["short-lines-gz"] = {"kind": "file", "path": str(lines_gz)}
     csv = _write(d / "w.csv", "src,dst,w\n0,1,2\n1,2,3\n")
     cases["csv-column"] = {"kind": "file", "path": str(csv),
                            "kwargs": {"weight_column": 10**9}}
     cases["scipy-as-graph"] = {"kind": "coo", "n": HUGE, "how": "as_graph"}
     cases["scipy-apsp"] = {"kind": "coo", "n": HUGE, "how": "apsp"}
     return {"report": _run_limited(cases), "files": files, "snap": snap,
-            "mtx_array": mtx_array, "bomb": bomb, "csv": csv}
+            "mtx_array": mtx_array, "bomb": bomb, "csv": csv, "lines": lines,
+            "lines_gz": lines_gz}
 
 
 def test_the_cap_is_what_available_memory_reports(limited):
@@ -238,6 +247,20 @@ def test_a_gzip_bomb_is_refused_before_it_fills_memory(limited):
     assert res["type"] == "GraphFormatError", res
     assert res["msg"].startswith(f"{limited['bomb']}: the file decompresses to more than")
     assert "available" in res["msg"] and "\n" not in res["msg"]
+    assert res["maxrss"] < MAX_RSS, f"peak {res['maxrss'] / GiB:.2f} GiB"
+
+
+@pytest.mark.parametrize("case,what", [("short-lines", "holds"),
+                                       ("short-lines-gz", "decompresses to more than")])
+def test_many_short_lines_are_refused_before_they_fill_memory(limited, case, what):
+    """Issue 56, item 13: a file that fits three times over as text, but whose lines
+    need more than there is (about 240 bytes each while read), is refused in one line
+    before it is read (a 1 GB gzip of edges had been killed by the kernel at 19.6 GB)."""
+    res = limited["report"]["cases"][case]
+    path = limited["lines" if case == "short-lines" else "lines_gz"]
+    assert res["type"] == "GraphFormatError", res
+    assert res["msg"].startswith(f"{path}: the file {what} "), res["msg"]
+    assert "lines: reading it would need" in res["msg"] and "\n" not in res["msg"]
     assert res["maxrss"] < MAX_RSS, f"peak {res['maxrss'] / GiB:.2f} GiB"
 
 
