@@ -80,16 +80,6 @@ class _Group(click.Group):
 def main(ctx, verbose, quiet):
     """All-pairs shortest paths on GPUs and CPUs, scheduled by Dask, stored in Zarr."""
     ctx.obj = {"quiet": quiet, "verbose": verbose}
-    if not verbose:
-        # a lost worker or scheduler ends the job with one line of ours; Dask's client
-        # would log its reconnection attempts and tracebacks besides, and asyncio a
-        # "Future exception was never retrieved" for a timeout of the cluster's
-        # shutdown, collected after our error line (seen on a loaded host).  Importing
-        # Distributed sets its loggers' levels from its configuration: first, then ours
-        import distributed  # noqa: F401
-
-        logging.getLogger("distributed.client").setLevel(logging.CRITICAL)
-        logging.getLogger("asyncio").setLevel(logging.CRITICAL)
     if verbose:
         handler = logging.StreamHandler()
         handler.setFormatter(logging.Formatter("%(asctime)s %(name)s: %(message)s",
@@ -201,10 +191,6 @@ def run(graph, out, fmt, directed, unweighted, weight_column, algorithm, backend
     """
     quiet = quiet or click.get_current_context().obj.get("quiet", False)
     from .api import resolve_backend
-    from .jobs.cluster import connect, one_process, tls_security
-    from .jobs.dashboard import page_link
-    from .jobs.driver import run_job
-    from .jobs.progress import ProgressBar
     from .plan import check_metrics, small_job
     from .readers import read_graph
     from .store import StoreLock, check_target, new_run_id, store_size
@@ -235,6 +221,13 @@ def run(graph, out, fmt, directed, unweighted, weight_column, algorithm, backend
         from .backends import get_backend
 
         get_backend("cpu").potentials(g)
+    # Distributed and the cluster only now: bad input above is refused without them
+    _cluster_logs()
+    from .jobs.cluster import connect, one_process, tls_security
+    from .jobs.dashboard import page_link
+    from .jobs.driver import run_job
+    from .jobs.progress import ProgressBar
+
     security = tls_security(tls_ca_file, tls_cert, tls_key)
     attached = bool(scheduler or scheduler_file)
     if security is not None and not attached:
@@ -288,6 +281,22 @@ def run(graph, out, fmt, directed, unweighted, weight_column, algorithm, backend
         n_workers = len(client.scheduler_info(n_workers=-1)["workers"])
     bar.finish()
     _summary(out, report, n_workers, store_size(out))
+
+
+def _cluster_logs() -> None:
+    """Before a command starts or attaches to a cluster (so that the others, and every
+    refusal of bad input, never import Distributed).  A lost worker or scheduler ends
+    the job with one line of ours; Dask's client would log its reconnection attempts
+    and tracebacks besides, and asyncio a "Future exception was never retrieved" for a
+    timeout of the cluster's shutdown, collected after our error line (seen on a
+    loaded host).  Importing Distributed sets its loggers' levels from its
+    configuration: first, then ours."""
+    if click.get_current_context().obj.get("verbose"):
+        return
+    import distributed  # noqa: F401
+
+    logging.getLogger("distributed.client").setLevel(logging.CRITICAL)
+    logging.getLogger("asyncio").setLevel(logging.CRITICAL)
 
 
 def _maybe_performance_report(path):
@@ -558,6 +567,7 @@ def repair(store, backend, scheduler, scheduler_file, tls_ca_file, tls_cert, tls
       mgapsp repair rome99.zarr
     """
     from .api import resolve_backend
+    _cluster_logs()
     from .jobs.cluster import connect, tls_security
     from .jobs.driver import check_for_repair, repair_job
     from .store import batch_ranges

@@ -292,3 +292,19 @@ def test_every_subcommand_s_help_has_an_example_and_formats_are_listed():
         assert "Example" in out and f"mgapsp {cmd} " in out, out
     run_help = runner.invoke(main, ["run", "--help"]).output
     assert all(f in run_help for f in FORMATS)
+
+
+def test_bad_input_is_refused_without_importing_distributed(tmp_path):
+    """Issue 52: a refusal of bad input (and --version) imports neither Distributed nor
+    the cluster; they come only once the job is about to start one."""
+    bad = tmp_path / "stray.tsv"
+    bad.write_text("EOF\nsrc\tdst\tw\n0\t1\t1.5\n")
+    for args in (["run", str(bad), "-o", str(tmp_path / "g.zarr")], ["--version"]):
+        proc = subprocess.run([sys.executable, "-X", "importtime", "-m", "mgapsp", *args],
+                              capture_output=True, text=True)
+        modules = {line.rsplit("|", 1)[-1].strip() for line in proc.stderr.splitlines()
+                   if line.startswith("import time:")}
+        assert modules and "distributed" not in modules and "mgapsp.jobs.cluster" \
+            not in modules, (args, sorted(m for m in modules if "distrib" in m)[:5])
+        if args[0] == "run":
+            assert proc.returncode == 1 and "'EOF' is neither an edge" in proc.stderr
