@@ -15,7 +15,7 @@ from .errors import MgapspError, StoreError, UnknownLabelError
 from .graph import lookup_array
 from .memory import fresh_array
 from .store import Store, damaged_batches
-from .store.objects import unreachable, unreachable_error
+from .store.objects import raise_if_unreachable
 
 __all__ = ["open", "Result"]
 
@@ -64,6 +64,7 @@ class Result:
         self.store = Store.open(self.location)
         self.group = self.store.group
         self._lookups: dict[str, tuple[dict, np.dtype]] = {}
+        self._vouched = False       # every flagged batch checked (see _vouch_all)
 
     def __repr__(self) -> str:
         info = self.info
@@ -83,7 +84,7 @@ class Result:
         """Every flagged batch's files checked once (whole, in their place: the quick
         check of ``info``), before the arrays are handed to a reader that reads them
         without this module: a shard or chunk file moved is refused, not served."""
-        if getattr(self, "_vouched", False):
+        if self._vouched:
             return
         damaged = damaged_batches(self.store)
         if damaged:
@@ -174,8 +175,7 @@ class Result:
             array.get_orthogonal_selection(
                 selection, out=default_buffer_prototype().nd_buffer.from_numpy_array(values))
         except Exception as exc:    # Zarr's codecs raise several types
-            if unreachable(exc):    # no damage: the server did not answer
-                raise unreachable_error(f"{self.store.path}/{name}", exc) from None
+            raise_if_unreachable(f"{self.store.path}/{name}", exc)    # else damage
             what = ("fails its checksum" if "checksum" in str(exc)
                     else f"cannot be read ({str(exc)[:120]})")
             raise self._damaged(f"a chunk of {name} {what}") from None

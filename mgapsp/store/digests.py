@@ -18,13 +18,10 @@ import numpy as np
 
 from ..errors import StoreError
 
-__all__ = ["KEY", "LABEL_ARRAYS", "record", "check_metadata", "check_values"]
+__all__ = ["KEY", "record", "check_metadata", "check_values"]
 
 #: the group attribute that holds them
 KEY = "digests"
-#: arrays whose values are vouched for here (the graph's by its fingerprint, the rows'
-#: by their chunks' CRCs)
-LABEL_ARRAYS = ("vertex", "source", "source_index", "target", "target_index")
 
 
 def _hex(data: bytes) -> str:

@@ -24,7 +24,7 @@ import numpy as np
 
 from .files import NO_CHUNK, ChunkLayout, crc32c
 from .layout import Store
-from .objects import unreachable, unreachable_error
+from .objects import raise_if_unreachable
 
 __all__ = ["damaged_batches", "batch_ranges"]
 
@@ -41,10 +41,13 @@ def damaged_batches(store: Store, batches=None, *, deep: bool = False,
     layouts = [(name, ChunkLayout(store.array(name))) for name in names]
     # the job's metrics: a chunk of each per batch (a file of its own), and where the
     # store keeps one, each batch's record of their CRCs
-    metrics = [ChunkLayout(store.array(name)) for name in store.job.get("metrics", ())]
     record = (ChunkLayout(store.array("chunk_crc/metrics"))
               if "chunk_crc/metrics" in store.group else None)
-    recorded_names = list(record.arr.attrs.get("metrics", ())) if record else []
+    recorded = list(record.arr.attrs.get("metrics", ())) if record else []
+    # each metric's layout and its column in the record (None: not recorded)
+    metrics = [(ChunkLayout(store.array(name)),
+                recorded.index(name) if name in recorded else None)
+               for name in store.job.get("metrics", ())]
     if not batches:
         return {}
 
@@ -55,13 +58,11 @@ def damaged_batches(store: Store, batches=None, *, deep: bool = False,
                 return problem
         crcs = None
         if record is not None and record.ok and record.stored_whole:
-            crcs, problem = _record_row(record, b, len(recorded_names))
+            crcs, problem = _record_row(record, b, len(recorded))
             if problem:
                 return problem
-        for lay in metrics:
+        for lay, at in metrics:
             if lay.ok and lay.stored_whole:
-                name = lay.arr.basename
-                at = recorded_names.index(name) if name in recorded_names else None
                 want = None if crcs is None or at is None else crcs[4 * at:4 * at + 4]
                 problem = _check_chunk_file(lay, lay.key((b,)), deep,
                                             None if want == bytes(4) else want)
@@ -246,7 +247,6 @@ def _check_by_reading(arr, row: int) -> str | None:
     try:
         arr[r0:min(r0 + arr.chunks[0], arr.shape[0]), :]
     except Exception as exc:    # zarr and its codecs raise several types
-        if unreachable(exc):    # no damage: the server did not answer
-            raise unreachable_error(arr.path, exc) from None
+        raise_if_unreachable(arr.path, exc)     # else damage
         return f"{arr.path} rows {r0}.. cannot be read: {str(exc)[:120]}"
     return None

@@ -24,6 +24,7 @@ chunk for all, which only the client writes.
 from __future__ import annotations
 
 import datetime as _dt
+import functools
 import importlib.metadata
 import json
 import os
@@ -41,7 +42,7 @@ from ..graph import Graph
 from ..plan import METRICS, JobPlan
 from ..reductions import HISTOGRAM_BINS, DistanceHistogram, distance_histogram
 from . import digests
-from .objects import bucket, check_place, is_url, unreachable, unreachable_error
+from .objects import bucket, check_place, is_url, raise_if_unreachable
 from .planes import PlanesCodec
 
 __all__ = ["Store", "FORMAT_VERSION", "compression_for", "package_versions", "store_state", "check_target",
@@ -500,8 +501,7 @@ class Store:
         except StoreError:
             raise
         except Exception as exc:    # zarr and its codecs raise several types
-            if unreachable(exc):
-                raise unreachable_error(f"{self.path}/graph", exc) from None
+            raise_if_unreachable(f"{self.path}/graph", exc)
             raise StoreError(f"{self.path}: the graph stored in it cannot be read "
                              f"({_clip(exc, 120)}){again}") from None
         if graph.fingerprint != self.fingerprint:
@@ -560,8 +560,7 @@ class Store:
         except Exception as exc:   # which one depends on the damage and on Zarr
             # a server that does not answer is no damage: one line, not a read per flag
             # (each with its own retries: hours for a job of many batches)
-            if unreachable(exc):
-                raise unreachable_error(f"{self.path}/batch_done", exc) from None
+            raise_if_unreachable(f"{self.path}/batch_done", exc)
         step = arr.chunks[0]
         mask = np.zeros(arr.shape, dtype=bool)
         self.unreadable_flags = []
@@ -569,8 +568,7 @@ class Store:
             try:
                 mask[lo:lo + step] = arr[lo:lo + step].astype(bool)
             except Exception as exc:
-                if unreachable(exc):
-                    raise unreachable_error(f"{self.path}/batch_done", exc) from None
+                raise_if_unreachable(f"{self.path}/batch_done", exc)
                 self.unreadable_flags.extend(range(lo, min(lo + step, arr.shape[0])))
         return mask
 
@@ -661,10 +659,9 @@ class Store:
         """Batch ``batch``'s value of each of the job's metrics (``values``: a host array
         each, a value per row), its chunk of each metric's array (a worker, after its
         rows and before its flag)."""
-        from .files import ChunkLayout
         from .writer import write_chunk
 
-        crcs = []
+        crcs = []       # of the per-source metrics' chunks (0: not known), for the record
         for name in self.job.get("metrics", ()):
             arr = self.array(name)
             if name == "histogram":
@@ -674,13 +671,15 @@ class Store:
             chunk = np.full(arr.chunks, arr.fill_value, dtype=arr.dtype)
             v = np.asarray(values[name])
             chunk[:len(v)] = v
-            write_chunk(arr, (batch,), chunk, guard)
-            lay = ChunkLayout(arr)
-            crcs.append(int.from_bytes(lay.encode(chunk)[-4:], "little") if lay.ok and lay.crc
-                        else 0)
-        if crcs and "chunk_crc/metrics" in self.group:
-            rec = ChunkLayout(self.array("chunk_crc/metrics"))
-            rec.put_key((batch, 0), rec.encode(np.array(crcs + [batch], dtype="<u4")), guard)
+            crcs.append(write_chunk(arr, (batch,), chunk, guard) or 0)
+        if crcs and self._metric_record:
+            write_chunk(self.array("chunk_crc/metrics"), (batch, 0),
+                        np.array([crcs + [batch]], dtype="<u4"), guard)
+
+    @functools.cached_property
+    def _metric_record(self) -> bool:
+        """Whether the store records its metric chunks' CRCs (made since it does)."""
+        return "chunk_crc/metrics" in self.group
 
     def metric(self, name: str) -> np.ndarray:
         """The whole array of metric ``name`` (the fill value where not computed)."""

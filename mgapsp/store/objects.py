@@ -281,9 +281,12 @@ def unreachable(exc: BaseException) -> bool:
     return False
 
 
-def unreachable_error(where: str, exc: BaseException) -> StoreError:
-    """The one line for a store that did not answer (see :func:`unreachable`)."""
-    return StoreError(f"{where}: cannot read it in the object store: {_explain(exc)}")
+def raise_if_unreachable(where: str, exc: BaseException) -> None:
+    """Raise the one line for a store that did not answer (see :func:`unreachable`)
+    where ``exc`` says so; else return, for the caller to take ``exc`` as damage."""
+    if unreachable(exc):
+        raise StoreError(f"{where}: cannot read it in the object store: "
+                         f"{_explain(exc)}") from None
 
 
 def _first(exc: Exception) -> str:
