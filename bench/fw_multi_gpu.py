@@ -147,7 +147,7 @@ def write_report(results: dict, n: int, repeats: int, scipy_n: int, warm_n: int,
                  out: Path) -> None:
     """``fw-multi.md`` and ``fw-multi.png`` from the measured ``results``."""
     lines = [f"# Floyd-Warshall across GPUs, n = {n}, end to end", "",
-             "Whole jobs (`run_job`, every row into a fresh Zarr store, lz4): slabs, "
+             "Whole jobs (`run_job`, every row into a fresh Zarr store in the default codec): slabs, "
              "pivot-row exchanges, staging, compression and writes; median of "
              f"{repeats} after a warm-up job on {warm_n:,} vertices, each job with the "
              "page cache written back before it.  FW phase: from the slabs' start to "
