@@ -39,6 +39,8 @@ MAX_RSS = 1 * GiB
 #: address space granted to a subprocess beyond what its imports took
 EXTRA = 1 * GiB
 HUGE = 2_000_000_000
+#: lines of ``0 1`` whose records need more than EXTRA (at RECORD_PEAK_BYTES each)
+MANY_LINES = 28_000_000
 
 
 def _env() -> dict:
@@ -180,14 +182,22 @@ def limited(tmp_path_factory):
     cases["snap-labels"] = {"kind": "file", "path": str(snap)}
     cases["mtx-array"] = {"kind": "file", "path": str(mtx_array)}
     cases["gzip-bomb"] = {"kind": "file", "path": str(bomb)}
-    # short lines: 40 MB of "0 1" (10 million edges) is three times 40 MB as text,
-    # but each line's objects are what fill memory (issue 56, item 13)
+    # short lines: 40 MB of "0 1" (10 million edges) had needed 2.4 GB as lines of
+    # text; read in blocks they fit the cap (issue 56, item 13) ...
     lines = d / "short-lines.txt"
     lines.write_bytes(b"0 1\n" * 10_000_000)
     cases["short-lines"] = {"kind": "file", "path": str(lines)}
     lines_gz = d / "short-lines.txt.gz"
     lines_gz.write_bytes(gzip.compress(b"0 1\n" * 10_000_000, compresslevel=1))
     cases["short-lines-gz"] = {"kind": "file", "path": str(lines_gz)}
+    # ... and 28 million need more than it: refused before they are read (a regular
+    # file's lines are counted first), or as soon as a stream's outgrow it
+    many = d / "many-lines.txt"
+    many.write_bytes(b"0 1\n" * MANY_LINES)
+    cases["many-lines"] = {"kind": "file", "path": str(many)}
+    many_gz = d / "many-lines.txt.gz"
+    many_gz.write_bytes(gzip.compress(b"0 1\n" * MANY_LINES, compresslevel=1))
+    cases["many-lines-gz"] = {"kind": "file", "path": str(many_gz)}
     csv = _write(d / "w.csv", "src,dst,w\n0,1,2\n1,2,3\n")
     cases["csv-column"] = {"kind": "file", "path": str(csv),
                            "kwargs": {"weight_column": 10**9}}
@@ -195,7 +205,7 @@ def limited(tmp_path_factory):
     cases["scipy-apsp"] = {"kind": "coo", "n": HUGE, "how": "apsp"}
     return {"report": _run_limited(cases), "files": files, "snap": snap,
             "mtx_array": mtx_array, "bomb": bomb, "csv": csv, "lines": lines,
-            "lines_gz": lines_gz}
+            "lines_gz": lines_gz, "many": many, "many_gz": many_gz}
 
 
 def test_the_cap_is_what_available_memory_reports(limited):
@@ -250,17 +260,37 @@ def test_a_gzip_bomb_is_refused_before_it_fills_memory(limited):
     assert res["maxrss"] < MAX_RSS, f"peak {res['maxrss'] / GiB:.2f} GiB"
 
 
-@pytest.mark.parametrize("case,what", [("short-lines", "holds"),
-                                       ("short-lines-gz", "decompresses to more than")])
-def test_many_short_lines_are_refused_before_they_fill_memory(limited, case, what):
-    """Issue 56, item 13: a file that fits three times over as text, but whose lines
-    need more than there is (about 240 bytes each while read), is refused in one line
-    before it is read (a 1 GB gzip of edges had been killed by the kernel at 19.6 GB)."""
+@pytest.mark.parametrize("case", ["short-lines", "short-lines-gz"])
+def test_many_short_lines_are_read_in_blocks_within_memory(limited, case):
+    """Issue 56, item 13: 10 million lines of ``0 1`` (40 MB), which needed about 240
+    bytes each as lines of text (2.4 GB), are read a block at a time into arrays in a
+    process of 1 GiB more than its imports, plain and gzipped."""
     res = limited["report"]["cases"][case]
-    path = limited["lines" if case == "short-lines" else "lines_gz"]
+    assert res["ok"], res
+    assert (res["n"], res["m"], res["labels"]) == (2, 1, [0, 1]), res
+    assert res["maxrss"] < MAX_RSS, f"peak {res['maxrss'] / GiB:.2f} GiB"
+
+
+def test_a_file_of_more_lines_than_memory_is_refused_before_it_is_read(limited):
+    """Its lines are counted in its bytes first: one line naming the file, its size,
+    its lines and the memory."""
+    res = limited["report"]["cases"]["many-lines"]
     assert res["type"] == "GraphFormatError", res
-    assert res["msg"].startswith(f"{path}: the file {what} "), res["msg"]
-    assert "lines: reading it would need" in res["msg"] and "\n" not in res["msg"]
+    assert res["msg"].startswith(f"{limited['many']}: the file holds {4 * MANY_LINES:,} "
+                                 f"bytes in {MANY_LINES:,} lines: reading it would need "), \
+        res["msg"]
+    assert "available" in res["msg"] and "\n" not in res["msg"]
+    assert res["maxrss"] < MAX_RSS, f"peak {res['maxrss'] / GiB:.2f} GiB"
+
+
+def test_a_stream_of_more_records_than_memory_is_refused_as_it_outgrows_it(limited):
+    """A gzip's lines cannot be counted before it is read: refused in one line once the
+    records read so far would not leave room to build the graph, not killed."""
+    res = limited["report"]["cases"]["many-lines-gz"]
+    assert res["type"] == "GraphFormatError", res
+    assert res["msg"].startswith(f"{limited['many_gz']}: the file holds more than "), \
+        res["msg"]
+    assert "records: reading it would need" in res["msg"] and "\n" not in res["msg"]
     assert res["maxrss"] < MAX_RSS, f"peak {res['maxrss'] / GiB:.2f} GiB"
 
 

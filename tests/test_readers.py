@@ -20,6 +20,7 @@ import scipy.sparse
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+import mgapsp.readers.lines as mlines
 import mgapsp.readers.text as mio
 import mgapsp
 from mgapsp.errors import EmptyGraphError, GraphFormatError, UnsupportedError
@@ -392,8 +393,63 @@ def test_bundled_fast_and_reference_paths_agree(monkeypatch, name):
     assert read_graph(DATA / name).fingerprint == fast.fingerprint
     monkeypatch.undo()
     # ... and the reference pass must give the same graph.
-    monkeypatch.setattr(mio, "_convert_fast", lambda rows, rec, labels=False: None)
+    monkeypatch.setattr(mio, "_convert_fast", lambda *args: None)
     assert read_graph(DATA / name).fingerprint == fast.fingerprint
+
+
+@pytest.mark.parametrize("name", sorted(n for n in BUNDLED
+                                  if not n.endswith((".tsp", ".atsp"))))
+def test_bundled_files_read_in_small_blocks_give_the_same_graph(monkeypatch, name):
+    """A file is read a block of text at a time; blocks of 4 KiB (hundreds of them per
+    file, cut at line ends) give the graph of one block."""
+    whole = load(name)
+    monkeypatch.setattr(mlines, "_BLOCK_BYTES", 4096)
+    assert read_graph(DATA / name).fingerprint == whole.fingerprint
+
+
+@pytest.mark.parametrize("end", ["\n", "\r\n", "\r"])
+def test_line_ends_across_block_boundaries(tmp_path, monkeypatch, end):
+    """Blocks of 7 bytes cut between every pair of characters somewhere, a \\r\\n
+    included: the same graph, and a bad record's own line number."""
+    rows = [f"{i} {(i * 7) % 50} {i % 9 + 1}" for i in range(300)]
+    good = tmp_path / "g.txt"
+    good.write_bytes(end.join(["# arcs"] + rows).encode() + end.encode())
+    bad = tmp_path / "b.txt"
+    bad.write_bytes(end.join(["# arcs"] + rows[:200] + ["1 2 x"] + rows[200:]).encode())
+    whole = read_graph(good)
+    monkeypatch.setattr(mlines, "_BLOCK_BYTES", 7)
+    assert read_graph(good).fingerprint == whole.fingerprint
+    with pytest.raises(GraphFormatError, match=r"b\.txt:202: weight 'x' is not a number"):
+        read_graph(bad)
+
+
+@pytest.mark.parametrize("name", ["rome99.gr", "p2p-Gnutella08.txt"])
+def test_a_graph_read_through_a_pipe(tmp_path, name):
+    """A named pipe is read once (its header and records cannot be read again)."""
+    import os
+    import threading
+    fifo = tmp_path / name
+    os.mkfifo(fifo)
+    writer = threading.Thread(target=lambda: fifo.write_bytes((DATA / name).read_bytes()))
+    writer.start()
+    try:
+        g = read_graph(fifo)
+    finally:
+        writer.join(timeout=30)
+    assert g.fingerprint == load(name).fingerprint
+
+
+def test_labels_that_turn_to_text_in_a_later_block_are_all_text(tmp_path, monkeypatch):
+    """Integer labels in the first blocks, a text label later: every label is read
+    again as text, so ``007`` stays ``007`` (as it would in one block), not 7."""
+    path = tmp_path / "labels.txt"
+    path.write_text("007 1\n" + "".join(f"{i} {i + 1}\n" for i in range(2, 400)) + "x 7\n")
+    whole = read_graph(path)
+    monkeypatch.setattr(mlines, "_BLOCK_BYTES", 64)
+    g = read_graph(path)
+    assert g.fingerprint == whole.fingerprint
+    ids = list(g.vertex_ids)
+    assert "007" in ids and "7" in ids and "x" in ids and 7 not in ids
 
 
 # =============================================================================

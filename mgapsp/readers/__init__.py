@@ -32,7 +32,8 @@ from ..graph import Graph
 from .edgelists import read_csv, read_dimacs, read_pace, read_snap, read_tsv
 from .matrices import read_mtx, read_tsplib
 from .objects import as_graph
-from .text import FORMATS, ReadOptions, read_lines, resolve_format, detect_format
+from .lines import TextLines
+from .text import FORMATS, ReadOptions, detect_format, resolve_format
 from .tntp import read_tntp
 
 __all__ = ["FORMATS", "as_graph", "detect_format", "read_graph"]
@@ -131,7 +132,7 @@ def read_graph(
     path = os.fspath(path)
     if not isinstance(path, str):       # bytes paths: as the file system spells them
         path = os.fsdecode(path)
-    lines = read_lines(path)
+    lines = TextLines(path)
     fmt = resolve_format(format, path, lines)
     if weight_column is not None and fmt not in ("csv", "tsv", "tntp"):
         raise UnsupportedError(

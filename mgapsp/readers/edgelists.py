@@ -6,22 +6,24 @@ from __future__ import annotations
 
 from ..errors import EmptyGraphError, GraphFormatError, quote
 from ..graph import MAX_VERTICES, Graph
-from .text import (ReadOptions, Records, header_int, joined_fields, records_to_graph, select_fields)
+from .lines import TextLines, first_field_line
+from .text import ReadOptions, Records, header_int, joined_fields, records_to_graph
 
 
-def read_snap(lines: list[str], opts: ReadOptions) -> Graph:
-    rows, linenos = select_fields(lines, 0, len(lines), ("#", "%"))
+def read_snap(lines: TextLines, opts: ReadOptions) -> Graph:
+    first = first_field_line(lines, 0, ("#", "%"))
     ncols = 2
-    if rows:
-        ncols = len(rows[0].split())
+    if first is not None:
+        ncols = len(first[1].split())
         if ncols not in (2, 3):
             raise GraphFormatError(
                 f"expected 2 fields (source target) or 3 (source target weight), got "
-                f"{ncols} in {quote(rows[0])}", opts.path, linenos[0])
+                f"{ncols} in {quote(first[1])}", opts.path, first[0] + 1)
     weight = 2 if ncols == 3 and not opts.unweighted else None
     rec = Records(ncols=ncols, src=0, dst=1, weight=weight,
                    names=("source", "target", "weight"))
-    return records_to_graph(rows, linenos, rec, opts, default_directed=True, base=0)
+    return records_to_graph(lines.records(0, ("#", "%")), rec, opts,
+                            default_directed=True, base=0)
 
 
 def _is_number(tok: str) -> bool:
@@ -32,14 +34,13 @@ def _is_number(tok: str) -> bool:
     return True
 
 
-def _read_delimited(lines: list[str], opts: ReadOptions, native: str) -> Graph:
+def _read_delimited(lines: TextLines, opts: ReadOptions, native: str) -> Graph:
     path = opts.path
     comments = ("#", "%")
-    first = next((i for i, line in enumerate(lines)
-                  if line.strip() and not line.strip().startswith(comments)), None)
-    if first is None:
+    found = first_field_line(lines, 0, comments)
+    if found is None:
         raise EmptyGraphError("no edges in the file", path)
-    text = lines[first].strip()
+    first, text = found
     delimiter = native if native in text else None  # else: whitespace separated
     fields = text.split(delimiter)
     header: list[str] | None = None
@@ -51,7 +52,7 @@ def _read_delimited(lines: list[str], opts: ReadOptions, native: str) -> Graph:
             raise GraphFormatError(
                 f"{quote(text)} is neither an edge nor a header naming the source and "
                 "target columns", path, first + 1)
-    rows, linenos = select_fields(lines, start, len(lines), comments)
+    record = found if header is None else first_field_line(lines, start, comments)
     width = len(header) if header is not None else len(fields)
 
     wc = opts.weight_column
@@ -74,12 +75,12 @@ def _read_delimited(lines: list[str], opts: ReadOptions, native: str) -> Graph:
                 f"weight_column {wc} is the {'source' if wc == 0 else 'target'} column",
                 path)
         weight = wc
-        if rows and not opts.unweighted:    # the first record must hold that column
-            have = len(rows[0].split(delimiter))
+        if record is not None and not opts.unweighted:  # it must hold that column
+            have = len(record[1].split(delimiter))
             if wc >= have:
                 raise GraphFormatError(
                     f"weight_column {wc} is beyond the {have} fields of the first "
-                    f"record {quote(rows[0])}", path, linenos[0])
+                    f"record {quote(record[1])}", path, record[0] + 1)
     else:
         if header is None:
             raise GraphFormatError(
@@ -111,18 +112,19 @@ def _read_delimited(lines: list[str], opts: ReadOptions, native: str) -> Graph:
     width = None if opts.unweighted else max(width, ncols)
     rec = Records(ncols=ncols, src=0, dst=1, weight=weight, names=tuple(names),
                    extra_ok=True, delimiter=delimiter, width=width, width_from=width_from)
-    return records_to_graph(rows, linenos, rec, opts, default_directed=True, base=0)
+    return records_to_graph(lines.records(start, comments), rec, opts,
+                            default_directed=True, base=0)
 
 
-def read_csv(lines: list[str], opts: ReadOptions) -> Graph:
+def read_csv(lines: TextLines, opts: ReadOptions) -> Graph:
     return _read_delimited(lines, opts, ",")
 
 
-def read_tsv(lines: list[str], opts: ReadOptions) -> Graph:
+def read_tsv(lines: TextLines, opts: ReadOptions) -> Graph:
     return _read_delimited(lines, opts, "\t")
 
 
-def _p_line(lines: list[str], path: str, kind: str, counts: str) -> tuple[int, int, int]:
+def _p_line(lines: TextLines, path: str, kind: str, counts: str) -> tuple[int, int, int]:
     """Find ``p <kind> n m``; return n, m and the line number of the header."""
     usage = f"'p {kind} <vertices> <{counts}>'"
     for i, raw in enumerate(lines):
@@ -142,21 +144,21 @@ def _p_line(lines: list[str], path: str, kind: str, counts: str) -> tuple[int, i
     raise GraphFormatError(f"missing the {usage} header line", path)
 
 
-def read_dimacs(lines: list[str], opts: ReadOptions) -> Graph:
+def read_dimacs(lines: TextLines, opts: ReadOptions) -> Graph:
     n, m, hline = _p_line(lines, opts.path, "sp", "arcs")
-    rows, linenos = select_fields(lines, hline, len(lines), ("c",))
     weight = None if opts.unweighted else 3
     rec = Records(ncols=4, src=1, dst=2, weight=weight, tag="a",
                    names=("a", "source", "target", "weight"))
-    return records_to_graph(rows, linenos, rec, opts, default_directed=True, base=1,
+    return records_to_graph(lines.records(hline, ("c",)), rec, opts,
+                            default_directed=True, base=1,
                              n=n, n_line=hline, expected=m, what="arcs",
                              count_line=hline)
 
 
-def read_pace(lines: list[str], opts: ReadOptions) -> Graph:
+def read_pace(lines: TextLines, opts: ReadOptions) -> Graph:
     n, m, hline = _p_line(lines, opts.path, "tw", "edges")
-    rows, linenos = select_fields(lines, hline, len(lines), ("c",))
     rec = Records(ncols=2, src=0, dst=1, weight=None, names=("source", "target"))
-    return records_to_graph(rows, linenos, rec, opts, default_directed=False, base=1,
+    return records_to_graph(lines.records(hline, ("c",)), rec, opts,
+                            default_directed=False, base=1,
                              n=n, n_line=hline, expected=m, what="edges",
                              count_line=hline)

@@ -8,16 +8,18 @@ import numpy as np
 
 from ..errors import EmptyGraphError, GraphFormatError, quote
 from ..graph import MAX_VERTICES, Graph, check_graph_fits
-from .text import (ReadOptions, Records, file_extension, first_record, header_int, parse_float, records_to_graph, select_fields)
+from .lines import TextLines, first_field_line
+from .text import (ReadOptions, Records, file_extension, first_record, header_int, parse_float,
+                   records_to_graph)
 
 
 _MTX_FIELDS = ("real", "integer", "pattern")
 _MTX_SYMMETRIES = ("general", "symmetric")
 
 
-def read_mtx(lines: list[str], opts: ReadOptions) -> Graph:
+def read_mtx(lines: TextLines, opts: ReadOptions) -> Graph:
     path = opts.path
-    banner = lines[0].strip() if lines else ""
+    banner = next(iter(lines), "").strip()
     usage = "'%%MatrixMarket matrix coordinate <real|integer|pattern> <general|symmetric>'"
     if not banner.lower().startswith("%%matrixmarket"):
         raise GraphFormatError(
@@ -43,19 +45,15 @@ def read_mtx(lines: list[str], opts: ReadOptions) -> Graph:
         raise GraphFormatError(
             f"MatrixMarket symmetry {quote(parts[4])} is not supported; expected one of "
             f"{', '.join(_MTX_SYMMETRIES)}", path, 1)
-    size_line = None
-    for i in range(1, len(lines)):
-        s = lines[i].strip()
-        if s and not s.startswith("%"):
-            size_line = i + 1
-            break
-    if size_line is None:
+    found = first_field_line(lines, 1, ("%",))
+    if found is None:
         raise GraphFormatError("missing the size line 'rows columns entries'", path)
-    fields = lines[size_line - 1].split()
+    size_line, size_text = found[0] + 1, found[1]
+    fields = size_text.split()
     if len(fields) != 3:
         raise GraphFormatError(
             f"expected the size line 'rows columns entries', got "
-            f"{quote(lines[size_line - 1].strip())}", path, size_line)
+            f"{quote(size_text)}", path, size_line)
     nrows, ncols, nnz = (header_int(f, what, path, size_line, limit)
                          for f, what, limit in zip(fields, ("row count", "column count",
                                                             "entry count"),
@@ -64,13 +62,12 @@ def read_mtx(lines: list[str], opts: ReadOptions) -> Graph:
         raise GraphFormatError(
             f"the matrix is {nrows} x {ncols}; an adjacency matrix must be square",
             path, size_line)
-    rows, linenos = select_fields(lines, size_line, len(lines), ("%",))
     if field == "pattern":
         rec = Records(ncols=2, src=0, dst=1, weight=None, names=("row", "column"))
     else:
         rec = Records(ncols=3, src=0, dst=1, weight=None if opts.unweighted else 2,
                        names=("row", "column", "value"))
-    return records_to_graph(rows, linenos, rec, opts,
+    return records_to_graph(lines.records(size_line, ("%",)), rec, opts,
                              default_directed=symmetry == "general", base=1,
                              n=nrows, n_line=size_line, expected=nnz, what="entries",
                              count_line=size_line)
@@ -233,10 +230,11 @@ def _tsp_weights(lines: list[str], start: int, n: int, fmt: str, path) -> np.nda
     return values
 
 
-def read_tsplib(lines: list[str], opts: ReadOptions) -> Graph:
+def read_tsplib(text: TextLines, opts: ReadOptions) -> Graph:
     """A TSPLIB file of EXPLICIT weights: its header, then its matrix's numbers as
     edges (a triangle's both ways; the diagonal is no edge)."""
     path = opts.path
+    lines = text.all()      # a matrix's numbers run across lines
     spec, start = _tsp_header(lines, path)
     n, fmt, asymmetric = _tsp_spec(spec, path, start + 1 if start < len(lines) else None)
     values = _tsp_weights(lines, start, n, fmt, path)

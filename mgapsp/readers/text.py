@@ -1,23 +1,19 @@
-"""Lines of a graph file, format names, and edge records turned into a Graph.
+"""Format names, and edge records turned into a Graph.
 
 Edge records are parsed twice over only when something is wrong: a fast pass with
-:func:`numpy.loadtxt` converts the records, and when it refuses them a plain Python
-pass (the reference) walks the same records again to find and name the bad line.
-
-About 550 lines in one module: the fast and reference passes and the value checks
-must agree line for line, and are kept side by side for that.
+:func:`numpy.loadtxt` converts a block of records, and when it refuses them a plain
+Python pass (the reference) walks the same records again to find and name the bad
+line.  The fast and reference passes and the value checks must agree line for line,
+and are kept side by side for that; the lines themselves come from :mod:`.lines`.
 """
 
 from __future__ import annotations
 
-import gzip
 import io
 import itertools
 import os
 import re
-import stat
 import warnings
-import zlib
 from dataclasses import dataclass
 
 import numpy as np
@@ -25,6 +21,7 @@ import numpy as np
 from ..errors import EmptyGraphError, GraphFormatError, quote
 from ..graph import (BYTES_PER_EDGE, BYTES_PER_RECORD, BYTES_PER_VERTEX, MAX_VERTICES, Graph,
                      check_graph_fits, check_memory)
+from .lines import BLOCK_PEAK, RECORD_PEAK_BYTES, iter_lines
 
 
 #: The format names :func:`read_graph` accepts (besides ``"auto"``).
@@ -74,7 +71,7 @@ def detect_format(path: str | os.PathLike) -> str:
     path = os.fspath(path)
     ext = file_extension(path)
     if ext == ".gr":
-        return _sniff_gr(_iter_lines(path), path)
+        return _sniff_gr(iter_lines(path), path)
     try:
         return _EXTENSIONS[ext]
     except KeyError:
@@ -110,160 +107,6 @@ def file_extension(path: str) -> str:
     if name.endswith(".gz"):
         name = name[:-3]
     return os.path.splitext(name)[1]
-
-
-def _is_gzip(path: str, head: bytes) -> bool:
-    return path.lower().endswith(".gz") or head[:2] == b"\x1f\x8b"
-
-
-def _open_error(path: str, exc: OSError) -> GraphFormatError:
-    if isinstance(exc, FileNotFoundError):
-        return GraphFormatError("no such file", path)
-    if isinstance(exc, IsADirectoryError):
-        return GraphFormatError("is a directory, not a graph file", path)
-    return GraphFormatError(f"cannot read the file: {exc.strerror or exc}", path)
-
-
-def _decode(data: bytes | bytearray, path: str, first_line: int = 1,
-            cut: bool = False) -> str:
-    """UTF-8 text, or one line saying why it is not: a UTF-16 file (its byte-order
-    mark or its NUL bytes), binary data, bytes of another encoding (two labels that
-    differ in one such letter must never be read as one).  ``cut``: ``data`` may end
-    inside a character (a line cut short), which is then dropped."""
-    if data[:2] in (b"\xff\xfe", b"\xfe\xff") or b"\x00" in data[:4096]:
-        what = ("UTF-16 or UTF-32 (save it as UTF-8)" if data[:2] in (b"\xff\xfe",
-                b"\xfe\xff") or data[1:2] == b"\x00" or data[:1] == b"\x00"
-                else "binary data")
-        raise GraphFormatError(f"not UTF-8 text: {what}", path)
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        if cut and exc.reason == "unexpected end of data":
-            return _decode(data[:exc.start], path, first_line)
-        line = first_line + data.count(b"\n", 0, exc.start)
-        raise GraphFormatError(f"not UTF-8 text: byte 0x{data[exc.start]:02x} (Latin-1 "
-                               "or another encoding? save it as UTF-8)", path, line) from None
-    if text.startswith("\ufeff"):
-        text = text[1:]
-    if "\r" in text:
-        text = text.replace("\r\n", "\n").replace("\r", "\n")
-    return text
-
-
-#: Reading a file holds its bytes, their text and its lines at once: this many times
-#: its (decompressed) size, and :data:`_LINE_BYTES` per line on top (a str object and
-#: its place in two lists, its record's copy, the parsed values).
-_READ_FACTOR = 3
-#: measured: 16.8 million lines of ``0 1`` (a 64 MB file) peaked at 3.9 GB
-_LINE_BYTES = 240
-#: Bytes read or decompressed at a time, each step checked against the memory left.
-_READ_STEP = 1 << 24
-
-
-def _check_read(path: str, size: int, lines: int, what: str) -> None:
-    """Refuse a file whose text and lines the process cannot hold."""
-    check_memory(f"the file {what} {size:,} bytes in {lines:,} lines",
-                 _READ_FACTOR * size + _LINE_BYTES * lines, where=path,
-                 subject="reading it")
-
-
-def _read_bytes(fh, path: str) -> bytes | bytearray:
-    """All of ``fh``: a regular file's size (and lines, counted in its bytes before any
-    text is made) checked first, anything else (a pipe, a device) as it comes."""
-    st = os.fstat(fh.fileno())
-    if stat.S_ISREG(st.st_mode):
-        _check_read(path, st.st_size, 0, "holds")
-        data = fh.read()
-        if not _is_gzip(path, data[:2]):
-            _check_read(path, len(data), data.count(b"\n"), "holds")
-        return data
-    data = bytearray()
-    lines = 0
-    while chunk := fh.read(_READ_STEP):
-        data += chunk
-        lines += chunk.count(b"\n")
-        _check_read(path, len(data), lines, "holds more than")
-    return data
-
-
-def _gunzip(data, path: str) -> bytearray:
-    """The gzip members of ``data`` decompressed, refused as soon as their text and
-    lines would not fit (a small file may decompress to any size)."""
-    out = bytearray()
-    lines = 0
-    with gzip.GzipFile(fileobj=io.BytesIO(data)) as gz:
-        while piece := gz.read(_READ_STEP):
-            out += piece
-            lines += piece.count(b"\n")
-            _check_read(path, len(out), lines, "decompresses to more than")
-    return out
-
-
-def read_lines(path: str) -> list[str]:
-    """The whole file (gunzipped when needed) as a list of lines without newlines.
-    A file whose text would not fit in memory is refused before it is read (or, when
-    compressed or not a regular file, as soon as it outgrows what is left)."""
-    try:
-        with open(path, "rb") as fh:
-            data = _read_bytes(fh, path)
-    except OSError as exc:
-        raise _open_error(path, exc) from None
-    if _is_gzip(path, data):
-        try:
-            data = _gunzip(data, path)
-        except (OSError, EOFError, zlib.error) as exc:
-            raise GraphFormatError(f"not readable as gzip: {exc}", path) from None
-    text = _decode(data, path)
-    del data
-    lines = text.split("\n")
-    del text
-    if lines and lines[-1] == "":
-        lines.pop()
-    _check_fields(lines, path)
-    return lines
-
-
-#: most characters of one field (a number or a label) in a text file
-MAX_FIELD = 1000
-
-
-def _check_fields(lines: list[str], path: str) -> None:
-    """Refuse a field longer than :data:`MAX_FIELD`: NumPy's text arrays give every
-    element the width of the longest, so one 50 MB number took 0.6 GB to refuse.
-    Only lines longer than that are looked into."""
-    for i, line in enumerate(lines):
-        if len(line) > MAX_FIELD:
-            longest = max(line.replace(",", " ").split(), key=len, default="")
-            if len(longest) > MAX_FIELD:
-                raise GraphFormatError(f"a field of {len(longest):,} characters "
-                                       f"({longest[:20]}...); numbers and labels have "
-                                       f"at most {MAX_FIELD:,}", path, i + 1)
-
-
-#: Longest start of a line :func:`_iter_lines` keeps (the rest is skipped, unread).
-_SNIFF_LINE = 1 << 16
-
-
-def _iter_lines(path: str):
-    """Lines of the file, read lazily (for sniffing a header); each cut after
-    :data:`_SNIFF_LINE` bytes, so that a line without end costs no memory."""
-    try:
-        with open(path, "rb") as fh:
-            head = fh.read(2)
-            fh.seek(0)
-            raw = gzip.GzipFile(fileobj=fh) if _is_gzip(path, head) else fh
-            try:
-                lineno = 0
-                while line := raw.readline(_SNIFF_LINE):
-                    lineno += 1
-                    yield _decode(line, path, lineno, cut=not line.endswith(b"\n")
-                                  ).rstrip("\n")
-                    while not line.endswith(b"\n") and len(line) == _SNIFF_LINE:
-                        line = raw.readline(_SNIFF_LINE)     # the line's tail: skipped
-            except (OSError, EOFError, zlib.error) as exc:
-                raise GraphFormatError(f"not readable as gzip: {exc}", path) from None
-    except OSError as exc:
-        raise _open_error(path, exc) from None
 
 
 def _sniff_gr(lines, path: str) -> str:
@@ -345,28 +188,13 @@ class Records:
         return f"{at_least}{self.ncols} fields ({names})"
 
 
-def select_fields(lines: list[str], start: int, stop: int, comments: tuple[str, ...],
-            cut: str | None = None) -> tuple[list[str], list[int]]:
-    """Non-blank, non-comment lines (stripped; cut at ``cut``) and their numbers."""
-    rows: list[str] = []
-    linenos: list[int] = []
-    for i in range(start, stop):
-        s = lines[i]
-        if cut is not None:
-            s = s.partition(cut)[0]
-        s = s.strip()
-        if s and not s.startswith(comments):
-            rows.append(s)
-            linenos.append(i + 1)
-    return rows, linenos
-
-
-def _convert_fast(rows: list[str], rec: Records, labels: bool = False):
+def _convert_fast(rows: list[str], rec: Records, labels: bool = False,
+                  text: bool = False):
     """Convert records with :func:`numpy.loadtxt`; None when it refuses them.
 
     Accepts a subset of what :func:`_convert_slow` accepts, and gives the same
     arrays where both accept.  With ``labels`` the ids may be any text (see
-    :func:`_labels`).
+    :func:`_labels`; ``text``: kept as text, integers too).
     """
     if not rows:
         return None
@@ -387,7 +215,7 @@ def _convert_fast(rows: list[str], rec: Records, labels: bool = False):
         cols = list(range(shift, rec.width if rec.extra_ok else rec.ncols))
         usecols = None
     table = None
-    for ids in ("i8", "O") if labels else ("i8",):
+    for ids in ("O",) if text else ("i8", "O") if labels else ("i8",):
         dtype = np.dtype([(f"f{c}", ids if c in (rec.src, rec.dst)
                            else "f8" if c == rec.weight else "O") for c in cols])
         try:
@@ -406,7 +234,7 @@ def _convert_fast(rows: list[str], rec: Records, labels: bool = False):
     if src.dtype.kind == "O":
         if any(not str(t).strip() for t in np.r_[src, dst]):
             return None     # an empty id: the reference pass names its line
-        src, dst = _labels(src), _labels(dst)
+        src, dst = _labels(src, text), _labels(dst, text)
         if src.dtype != dst.dtype:      # integers on one side only: text on both
             src, dst = src.astype(str), dst.astype(str)
     w = None if rec.weight is None else np.ascontiguousarray(table[f"f{rec.weight}"])
@@ -425,11 +253,11 @@ def _parse_id(tok: str) -> int:
 _INTEGER = re.compile(r"[+-]?[0-9]+")
 
 
-def _labels(tokens) -> np.ndarray:
+def _labels(tokens, as_text: bool = False) -> np.ndarray:
     """Vertex labels from their tokens: int64 where every token is an integer within 64
-    bits (``007`` is 7), else the tokens' text."""
+    bits (``007`` is 7) and not ``as_text``, else the tokens' text."""
     text = [str(t).strip() for t in tokens]
-    if all(_INTEGER.fullmatch(t) for t in text):
+    if not as_text and all(_INTEGER.fullmatch(t) for t in text):
         try:
             return np.array([int(t) for t in text], dtype=np.int64)
         except OverflowError:
@@ -444,7 +272,7 @@ def parse_float(tok: str) -> float:
 
 
 def _convert_slow(rows: list[str], linenos: list[int], rec: Records, path: str,
-                  labels: bool = False):
+                  labels: bool = False, text: bool = False):
     """Convert records one line at a time; the reference for :func:`_convert_fast`.
 
     Raises GraphFormatError at the first line with the wrong fields or with text
@@ -488,7 +316,7 @@ def _convert_slow(rows: list[str], linenos: list[int], rec: Records, path: str,
                 "in a header, or read it unweighted: --unweighted, unweighted=True)",
                 path, lineno)
     if labels:
-        src, dst = _labels(src), _labels(dst)
+        src, dst = _labels(src, text), _labels(dst, text)
         if src.dtype != dst.dtype:
             src, dst = src.astype(str), dst.astype(str)
     return src, dst, w
@@ -536,30 +364,111 @@ def _check_values(src, dst, w, rows, linenos, rec: Records, path: str, *,
                                    linenos[k])
 
 
-def records_to_graph(rows: list[str], linenos: list[int], rec: Records,
-                      opts: ReadOptions, *, default_directed: bool, base: int,
-                      n: int | None = None, n_line: int | None = None,
-                      expected: int | None = None, what: str = "edges",
-                      count_line: int | None = None) -> Graph:
-    """Convert and check records, compare their count with the header, build."""
+class _TextLabels(Exception):
+    """A block of labels that are not all integers after blocks that were."""
+
+
+def _convert_blocks(blocks, rec: Records, path: str, *, labels: bool, text: bool,
+                    base: int, n: int | None, n_line: int | None,
+                    expected: int | None, counted: bool):
+    """Every block's records converted and checked, then joined: ``(src, dst, weights,
+    records)``; records beyond ``expected`` are checked and counted, not kept."""
+    parts: tuple[list, list, list] = ([], [], [])
+    count = kept = 0
+    for rows, linenos in blocks:
+        if not rows:
+            continue
+        got = _convert_fast(rows, rec, labels, text)
+        if got is None:
+            got = _convert_slow(rows, linenos, rec, path, labels, text)
+        src, dst, w = got
+        _check_values(src, dst, w, rows, linenos, rec, path, base=base, n=n, n_line=n_line)
+        if labels and not text and src.dtype.kind != "i":
+            if kept:
+                raise _TextLabels
+            text = True     # the first records are text: every label is
+        count += len(src)
+        if expected is not None and count > expected:
+            continue
+        kept += len(src)
+        for part, arr in zip(parts, (src, dst, w)):
+            part.append(arr)
+        if not counted:     # a stream: what building the graph will add must fit
+            check_memory(f"the file holds more than {count:,} records",
+                         (RECORD_PEAK_BYTES - BYTES_PER_RECORD) * count + BLOCK_PEAK,
+                         where=path, subject="reading it")
+    joined = []
+    for part in parts:      # one array at a time, its blocks let go as it is made
+        joined.append(None if not part or part[0] is None else
+                      part[0] if len(part) == 1 else np.concatenate(part))
+        part.clear()
+    return (*joined, count)
+
+
+def _renumber(src: np.ndarray, dst: np.ndarray) -> np.ndarray:
+    """Integer labels replaced in place by their rank among the distinct labels; the
+    labels, sorted.  Labels within a span of a few times the records are ranked through
+    a table of the span, others by sorting."""
+    lo = int(min(src.min(), dst.min()))
+    span = int(max(src.max(), dst.max())) - lo + 1
+    if span <= 4 * len(src) + (1 << 16):
+        src -= lo
+        dst -= lo
+        present = np.zeros(span, dtype=bool)
+        present[src] = True
+        present[dst] = True
+        rank = np.cumsum(present, dtype=np.int64)
+        rank -= 1
+        for arr in (src, dst):      # in slices: a take into its own index array copies
+            for i in range(0, len(arr), 1 << 20):
+                part = arr[i:i + (1 << 20)]
+                part[:] = rank[part]
+        del rank
+        ids = np.flatnonzero(present)
+        ids += lo
+        return ids
+    ids, inverse = np.unique(np.concatenate([src, dst]), return_inverse=True)
+    m = len(src)
+    src[:] = inverse[:m]
+    dst[:] = inverse[m:]
+    return ids
+
+
+def records_to_graph(blocks, rec: Records, opts: ReadOptions, *, default_directed: bool,
+                     base: int, n: int | None = None, n_line: int | None = None,
+                     expected: int | None = None, what: str = "edges",
+                     count_line: int | None = None) -> Graph:
+    """Convert and check the records of ``blocks`` (:class:`RecordBlocks`, or any
+    iterable of ``(rows, line numbers)``), compare their count with the header,
+    build."""
     path = opts.path
     labels = n is None          # no declared count: ids are labels, renumbered
+    directed = opts.directed_or(default_directed)
     if n is not None:
-        _check_declared(path, n, n_line, expected, count_line, what,
-                        opts.directed_or(default_directed))
-    converted = _convert_fast(rows, rec, labels)
-    if converted is None:
-        converted = _convert_slow(rows, linenos, rec, path, labels)
-    src, dst, w = converted
-    _check_values(src, dst, w, rows, linenos, rec, path, base=base, n=n, n_line=n_line)
-    if expected is not None and len(src) != expected:
+        _check_declared(path, n, n_line, expected, count_line, what, directed)
+    counted = getattr(getattr(blocks, "lines", None), "counted", True)
+    args = dict(labels=labels, base=base, n=n, n_line=n_line, expected=expected,
+                counted=counted)
+    try:
+        src, dst, w, count = _convert_blocks(blocks, rec, path, text=False, **args)
+    except _TextLabels:         # text after integers: every label read again as text
+        src, dst, w, count = _convert_blocks(blocks, rec, path, text=True, **args)
+    if expected is not None and count != expected:
         raise GraphFormatError(
-            f"the header declares {expected} {what} but the file holds {len(src)}",
+            f"the header declares {expected} {what} but the file holds {count}",
             path, count_line)
-    if len(src) == 0:
+    if count == 0:
         raise EmptyGraphError(f"no {what} in the file", path)
-    return Graph.from_edges(src, dst, w, n=n, directed=opts.directed_or(default_directed),
-                            id_base=base, name=opts.name, source=path, renumber=labels)
+    if labels and src.dtype.kind == "i":
+        ids = _renumber(src, dst)
+        # ranks fit int32 (at most MAX_VERTICES): half the bytes while the CSR is made
+        src, dst = src.astype(np.int32), dst.astype(np.int32)
+        return Graph.from_edges(src, dst, w, n=len(ids), vertex_ids=ids, directed=directed,
+                                name=opts.name, source=path)
+    if not labels:              # ids checked within 1..n
+        src, dst = src.astype(np.int32), dst.astype(np.int32)
+    return Graph.from_edges(src, dst, w, n=n, directed=directed, id_base=base,
+                            name=opts.name, source=path, renumber=labels)
 
 
 def _check_declared(path: str, n: int, n_line: int | None, m: int | None,

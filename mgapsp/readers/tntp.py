@@ -6,14 +6,15 @@ from __future__ import annotations
 
 from ..errors import GraphFormatError, quote
 from ..graph import MAX_VERTICES, Graph
-from .text import (ReadOptions, Records, header_int, joined_fields, records_to_graph, select_fields)
+from .lines import TextLines
+from .text import ReadOptions, Records, header_int, joined_fields, records_to_graph
 
 
 _TNTP_COLUMNS = ("init_node", "term_node", "capacity", "length", "free_flow_time", "b",
                  "power", "speed", "toll", "link_type")
 
 
-def read_tntp(lines: list[str], opts: ReadOptions) -> Graph:
+def read_tntp(lines: TextLines, opts: ReadOptions) -> Graph:
     path = opts.path
     meta: dict[str, tuple[str, int]] = {}
     end = None
@@ -45,8 +46,10 @@ def read_tntp(lines: list[str], opts: ReadOptions) -> Graph:
     # Columns: named by the '~ init_node term_node ...' comment before the first row,
     # else the standard ones.
     names, header_line = list(_TNTP_COLUMNS), None
-    for i in range(end, len(lines)):
-        s = lines[i].strip()
+    for i, raw in enumerate(lines):
+        if i < end:
+            continue
+        s = raw.strip()
         if not s:
             continue
         if not s.startswith("~"):
@@ -84,8 +87,8 @@ def read_tntp(lines: list[str], opts: ReadOptions) -> Graph:
     width = max(src, dst, -1 if weight is None else weight) + 1
     rec = Records(ncols=width, src=src, dst=dst, weight=weight, names=tuple(names),
                    extra_ok=True)
-    rows, linenos = select_fields(lines, end, len(lines), ("~",), cut=";")
-    return records_to_graph(rows, linenos, rec, opts, default_directed=True, base=1,
+    return records_to_graph(lines.records(end, ("~",), cut=";"), rec, opts,
+                            default_directed=True, base=1,
                              n=n, n_line=n_line, expected=m, what="links",
                              count_line=m_line)
 
