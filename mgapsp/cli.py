@@ -193,7 +193,7 @@ def run(graph, out, fmt, directed, unweighted, weight_column, algorithm, backend
     from .api import resolve_backend
     from .plan import check_metrics, small_job
     from .readers import read_graph
-    from .store import StoreLock, check_target, new_run_id, store_size
+    from .store import StoreLock, check_target, new_run_id
 
     if scheduler and scheduler_file:
         raise MgapspError("give --scheduler or --scheduler-file, not both")
@@ -280,6 +280,8 @@ def run(graph, out, fmt, directed, unweighted, weight_column, algorithm, backend
                              on_progress=lambda r, done, total: bar.update(done, r.rows_run))
         n_workers = len(client.scheduler_info(n_workers=-1)["workers"])
     bar.finish()
+    from .store import store_size
+
     _summary(out, report, n_workers, store_size(out))
 
 

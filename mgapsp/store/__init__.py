@@ -4,6 +4,7 @@
 - :mod:`.writer`: whole chunks and shards written by a pool of threads
 - :mod:`.files`: chunk and shard files as Zarr reads them, written whole or not at all
 - :mod:`.lock`: one run per store (a lock beside it, the run's id inside it)
+- :mod:`.places`: what is at a store's place, and whether a run may write there
 - :mod:`.planes`: the ``mgapsp.planes`` chunk format, a Zarr codec
 - :mod:`.objects`: stores in object storage (``s3://``), whole objects and
   conditional writes
@@ -14,12 +15,24 @@ The store imports neither CuPy nor Dask: a device block reaches the writer with 
 backend's ``staging`` that cuts it on its device.
 """
 
-from .integrity import batch_ranges, damaged_batches
-from .layout import (COMPRESSIONS, FORMAT_VERSION, Store, check_target, compression_for,
-                     package_versions, store_size, store_state)
-from .lock import RunGuard, StoreLock, new_run_id
-from .objects import is_url, location
+import importlib
 
-__all__ = ["Store", "COMPRESSIONS", "compression_for", "FORMAT_VERSION", "package_versions", "store_size",
-           "store_state", "check_target", "StoreLock", "RunGuard", "new_run_id", "damaged_batches",
-           "batch_ranges", "is_url", "location"]
+#: each public name and the module that holds it, imported on first use: a command that
+#: only checks a store's place (or refuses its input) never imports Zarr
+_PUBLIC = {
+    "batch_ranges": "integrity", "damaged_batches": "integrity",
+    "COMPRESSIONS": "layout", "FORMAT_VERSION": "layout", "Store": "layout",
+    "compression_for": "layout", "package_versions": "layout", "store_size": "layout",
+    "RunGuard": "lock", "StoreLock": "lock", "new_run_id": "lock",
+    "is_url": "objects", "location": "objects",
+    "check_target": "places", "store_state": "places",
+}
+__all__ = sorted(_PUBLIC)
+
+
+def __getattr__(name: str):
+    if name not in _PUBLIC:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f".{_PUBLIC[name]}", __name__), name)
+    globals()[name] = value
+    return value

@@ -228,7 +228,11 @@ class StoreLock:
         raise self._contended()
 
     def _refresh(self) -> None:
-        while not self._stop.wait(self._every()):
+        # the first refresh after the shortest interval, before the configuration is read
+        # (it imports Dask: a command that refuses its input within a second never does)
+        wait = 1.0
+        while not self._stop.wait(wait):
+            wait = self._every()
             record = self.holder()
             if record and record.get("run") != self.run_id:
                 self.lost = (f"run {record.get('run')} on {record.get('host')} took "
