@@ -444,12 +444,11 @@ def _canonical_csr(src, dst, w, n, base=0, both=False):
     if base:
         key -= base * (n + 1)
     if w is not None:
+        if both:                # the second half of the keys: the same edges reversed
+            w = np.concatenate([w, w])
         # by key, then weight: the first of each key's run is its lightest edge
-        order = np.lexsort((np.concatenate([w, w]) if both else w, key))
-        if both:
-            w = np.concatenate([w, w])[order]
-        else:
-            w = w[order]
+        order = np.lexsort((w, key))
+        w = w[order]
         del order
     key.sort()
     first = np.empty(len(key), dtype=bool)
