@@ -625,3 +625,22 @@ def test_a_fresh_array_is_whole_and_zeroed(shape):
         assert not arr.any()                 # every page was touched (written zeros)
     arr[...] = 1
     assert arr.sum() == arr.size
+
+
+def test_the_cpu_backend_counts_memory_as_the_readers_do():
+    """Issue 53: the CPU backend's memory for Floyd-Warshall's check is what the process
+    may allocate (an address-space rlimit counted), not the host's free pages: under a
+    cap of 512 MiB above its imports it sees at most that, as the readers do."""
+    code = (
+        "import os, resource\n"
+        "from mgapsp.backends.cpu import CPUBackend\n"
+        "from mgapsp.memory import available_memory\n"
+        "used = int(open('/proc/self/statm').read().split()[0]) * os.sysconf('SC_PAGE_SIZE')\n"
+        "cap = used + 512 * 2**20\n"
+        "resource.setrlimit(resource.RLIMIT_AS, (cap, cap))\n"
+        "print(CPUBackend().memory_available(), available_memory())\n")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          env=_env(), timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    backend, readers = map(int, proc.stdout.split())
+    assert 0 < backend <= 512 * 2**20 and abs(backend - readers) < 64 * 2**20, proc.stdout

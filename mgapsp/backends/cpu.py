@@ -13,7 +13,6 @@ would cost more than the work (:func:`kernels_pay`), and where Numba is missing.
 from __future__ import annotations
 
 import importlib.util
-import os
 
 import numpy as np
 from scipy.sparse import csgraph
@@ -22,6 +21,7 @@ from .. import cpu_sssp, hierarchy
 from . import cpu_sweep
 from ..errors import InsufficientMemoryError, NegativeCycleError, UnsupportedError
 from ..graph import Graph
+from ..memory import available_memory
 from .. import algorithms as registry
 from ..reductions import histogram_counts, row_reductions
 from .base import (FLOAT32_EXACT, SLAB_ALIGN, Backend, BatchResult, check_exact32,
@@ -189,10 +189,9 @@ class CPUBackend(Backend):
         return floyd_warshall_rows_cpu(n, r0, r1, *edges, exchange, bounds, info["name"])
 
     def memory_available(self) -> int:
-        try:
-            return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
-        except (ValueError, OSError):  # pragma: no cover - non-POSIX
-            return 2**63 - 1
+        # what this process may still allocate: a cgroup's or an rlimit's bound too,
+        # as the readers and the planner count it
+        return available_memory()
 
     def memory_needed(self, graph, batch_size, *, algorithm, dtype, predecessors,
                       fw_rows=None) -> int:
