@@ -1,8 +1,8 @@
 """NetworkX's ``networkx.backend_info`` entry point for mgapsp's backend.
 
 NetworkX calls :func:`get_info` while ``import networkx`` runs, in every process that
-imports it; this package therefore imports nothing (``import mgapsp`` starts Dask,
-Zarr and SciPy, which would slow every NetworkX user down by most of a second).  The
+imports it; this package therefore imports nothing (``import mgapsp`` imports NumPy
+and SciPy, which would slow every NetworkX user down).  The
 backend itself is :mod:`mgapsp.nxbackend`, loaded only when a call dispatches to it.
 """
 

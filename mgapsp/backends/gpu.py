@@ -1,5 +1,5 @@
-"""The GPU backend: batched Bellman-Ford, Crauser's parallel Dijkstra, Johnson and
-dense Floyd-Warshall with CuPy.
+"""The GPU backend: batched Bellman-Ford, Crauser's parallel Dijkstra, Johnson, PHAST
+and dense Floyd-Warshall with CuPy.
 
 The graph stays resident on the device: each process keeps a small cache of uploaded
 CSRs keyed by (device, graph fingerprint, dtype), so the batches of one job upload

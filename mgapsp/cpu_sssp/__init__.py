@@ -4,8 +4,9 @@ SciPy's ``csgraph`` kernels run one source after another on one core and hold th
 interpreter lock, so a process gains nothing from its other cores.  These kernels run
 each source as an independent single-source search on the CSR, and release the lock:
 
-- :func:`dijkstra_rows`: Dijkstra with an indexed binary heap (decrease-key), per
-  source; with ``shift`` the Johnson correction ``(d - h[s]) + h[t]`` in float64;
+- :func:`dijkstra_rows`: Dijkstra with a 4-ary heap (an entry per improvement, stale
+  ones skipped when popped), per source; with ``shift`` the Johnson correction
+  ``(d - h[s]) + h[t]`` in float64;
 - :func:`bellman_ford_rows`: Bellman-Ford with a FIFO queue (SPFA), per source; it
   reports a negative cycle that a source reaches, and the caller extracts it;
 - :func:`phast_rows`: PHAST's sweep of a contraction hierarchy

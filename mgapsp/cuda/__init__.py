@@ -7,6 +7,11 @@ Importing it imports no CuPy and creates no CUDA context; kernels compile at fir
 - :mod:`.frontier` and :mod:`.bellman_ford`: batched Bellman-Ford, negative cycles,
   Johnson potentials
 - :mod:`.sssp`: Crauser-style Dijkstra and Johnson batches
+- :mod:`.phast`: PHAST, a hierarchy's up walks and down sweep for a batch of sources
 - :mod:`.fw`: tiled Floyd-Warshall (DPX), whole matrices and slabs
-- :mod:`.blosc` and :mod:`.staging`: Blosc LZ4 frames made on the GPU, pinned staging
+- :mod:`.fw_slab`: Floyd-Warshall across devices, a slab of rows per rank
+- :mod:`.reduce`: per-row reductions of a block on its device (closeness, eccentricity)
+- :mod:`.planes` and :mod:`.blosc`: a block's chunks encoded on the GPU (the
+  ``mgapsp.planes`` format, Blosc LZ4 frames)
+- :mod:`.staging` and :mod:`.host_copy`: pinned staging, device blocks into host arrays
 """
