@@ -163,10 +163,7 @@ class CPUBackend(Backend):
                      parallel: bool) -> None:
         """Rows of ``sources`` into ``dist`` (and ``pred``) by the Numba kernels."""
         if algorithm == registry.DIJKSTRA.name:
-            if graph.has_negative_weights:
-                raise UnsupportedError(
-                    f"dijkstra needs non-negative weights, but the graph has weight "
-                    f"{graph.min_weight:g}; use johnson or bellman-ford")
+            registry.DIJKSTRA.check(graph)      # its rule, written beside it
             cpu_sssp.dijkstra_rows(graph.indptr, graph.indices, graph.weights, sources,
                                    dist, pred, targets=columns, parallel=parallel)
         elif algorithm == registry.JOHNSON.name:
