@@ -20,6 +20,8 @@ network's hierarchy, built once per process).
 
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 
 from . import hierarchy
@@ -93,8 +95,8 @@ def reversed_graph(g: Graph) -> Graph:
 def _error(G, message: str, kind: str = "NetworkXError"):
     """NetworkX's exception for a NetworkX graph, else ours, with NetworkX's words."""
     if _is_networkx(G):
-        import networkx as nx
-
+        # G is one of NetworkX's graphs, so NetworkX is loaded: no import of ours
+        nx = sys.modules[type(G).__module__.partition(".")[0]]
         return getattr(nx, kind)(message)
     return MgapspError(message)
 

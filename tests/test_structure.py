@@ -1,9 +1,10 @@
-"""The package's shape: functions that fit on a screen or two, and modules that share
-only public names."""
+"""The package's shape: functions that fit on a screen or two, modules that share
+only public names, and import contracts as wide as their titles."""
 
 from __future__ import annotations
 
 import ast
+import configparser
 from pathlib import Path
 
 import pytest
@@ -55,3 +56,38 @@ def test_modules_use_only_public_names_of_each_other(path):
                 and node.value.id in siblings and node.attr.startswith("_")
                 and not node.attr.startswith("__")]
     assert not private, private
+
+
+#: the modules each "only ..." contract lets import its package (its title names them),
+#: and the single imports it lets through
+ONLY = {"cupy": (["mgapsp.cuda"], ["mgapsp.jobs.fw_slabs -> cupy", "mgapsp.devices -> cupy"]),
+        "networkx": (["mgapsp.nxbackend"], [])}
+
+
+def _module_names():
+    for path in MODULES:
+        parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        if len(parts) > 1:          # the root package holds them all
+            yield ".".join(parts)
+
+
+@pytest.mark.parametrize("name", sorted(ONLY))
+def test_an_only_contract_covers_every_other_module(name):
+    """Issue 53: a module added to the package falls under the contracts that say only
+    some modules may import CuPy (or NetworkX): every module is one of their sources or
+    one the title allows, and nothing else is let through."""
+    config = configparser.ConfigParser()
+    config.read(PACKAGE.parent / ".importlinter")
+    contract = config[f"importlinter:contract:{name}"]
+    sources = contract["source_modules"].split()
+    allowed, ignored = ONLY[name]
+
+    def under(module, roots):
+        return any(module == r or module.startswith(r + ".") for r in roots)
+    left = [m for m in _module_names() if not under(m, sources) and not under(m, allowed)]
+    assert not left, f"{name}: modules in no source list: {left}"
+    assert not [m for m in _module_names() if under(m, sources) and under(m, allowed)]
+    lines = [line.strip() for line in contract.get("ignore_imports", "").splitlines()]
+    assert [line for line in lines if line] == ignored
