@@ -26,7 +26,7 @@ from .errors import (
 )
 from .memory import memory_limit
 
-__all__ = ["Graph", "MAX_VERTICES", "graph_bytes", "check_memory",
+__all__ = ["Graph", "MAX_VERTICES", "graph_bytes", "check_memory", "rank_labels",
            "check_graph_fits", "lookup_array"]
 
 MAX_VERTICES = 2**31 - 1
@@ -277,12 +277,16 @@ class Graph:
                 ends = [e.astype(object) if kinds <= set("iuO") else
                         np.array([str(v) for v in e.tolist()], dtype=str) for e in ends]
             labels = _label_array(np.concatenate(ends))
-            vertex_ids, inverse = np.unique(labels, return_inverse=True)
+            m = len(labels) // 2
+            if labels.dtype == np.int64:    # a fresh array: ranked in place
+                vertex_ids = rank_labels(labels)
+                src, dst = labels[:m], labels[m:]
+            else:
+                vertex_ids, inverse = np.unique(labels, return_inverse=True)
+                src, dst = inverse[:m].astype(np.int64), inverse[m:].astype(np.int64)
             if len(vertex_ids) > MAX_VERTICES:
                 raise GraphFormatError(f"{len(vertex_ids)} vertices exceed the limit of "
                                        f"{MAX_VERTICES}", where)
-            m = len(labels) // 2
-            src, dst = inverse[:m].astype(np.int64), inverse[m:].astype(np.int64)
             n, id_base = len(vertex_ids), 0
         src = _as_index_array(src, "source", where)
         dst = _as_index_array(dst, "target", where)
@@ -425,6 +429,38 @@ def _as_index_array(values, what: str, where: str | None) -> np.ndarray:
         raise GraphFormatError(f"{what} ids must be integers, got dtype {arr.dtype}", where)
     # int32 ids are kept (a reader's, within MAX_VERTICES): the CSR's keys widen them
     return arr if arr.dtype in (np.int32, np.int64) else arr.astype(np.int64)
+
+
+def rank_labels(*arrays: np.ndarray) -> np.ndarray:
+    """Integer labels (int64 arrays, changed in place) replaced by their rank among the
+    distinct labels of all of them; returns those labels, sorted.  Labels within a span
+    of a few times their count are ranked through a table of the span (no sort, no
+    copy of the arrays), others by sorting."""
+    size = sum(len(a) for a in arrays)
+    if not size:
+        return np.empty(0, dtype=np.int64)
+    lo = min(int(a.min()) for a in arrays if len(a))
+    span = max(int(a.max()) for a in arrays if len(a)) - lo + 1
+    if span > 2 * size + (1 << 16):
+        ids, inverse = np.unique(np.concatenate(arrays), return_inverse=True)
+        at = 0
+        for a in arrays:
+            a[:] = inverse[at:at + len(a)]
+            at += len(a)
+        return ids
+    present = np.zeros(span, dtype=bool)
+    for a in arrays:
+        a -= lo
+        present[a] = True
+    rank = np.cumsum(present, dtype=np.int64)
+    rank -= 1
+    for a in arrays:            # in slices: a take into its own index array copies
+        for i in range(0, len(a), 1 << 20):
+            part = a[i:i + (1 << 20)]
+            part[:] = rank[part]
+    ids = np.flatnonzero(present)
+    ids += lo
+    return ids
 
 
 def _canonical_csr(src, dst, w, n, base=0, both=False):

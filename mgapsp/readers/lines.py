@@ -71,16 +71,9 @@ def _check_read(path: str, size: int, lines: int, what: str) -> None:
                  subject="reading it")
 
 
-def _read_bytes(fh, path: str) -> bytes | bytearray:
-    """All of ``fh``: a regular file's size (and lines, counted in its bytes before any
-    text is made) checked first, anything else (a pipe, a device) as it comes."""
-    st = os.fstat(fh.fileno())
-    if stat.S_ISREG(st.st_mode):
-        _check_read(path, st.st_size, 0, "holds")
-        data = fh.read()
-        if not _is_gzip(path, data[:2]):
-            _check_read(path, len(data), data.count(b"\n"), "holds")
-        return data
+def _read_stream(fh, path: str) -> bytearray:
+    """All of ``fh``, a file that cannot be read twice (a pipe, a device), refused as
+    soon as its text and lines would not fit."""
     data = bytearray()
     lines = 0
     while chunk := fh.read(_READ_STEP):
@@ -88,43 +81,6 @@ def _read_bytes(fh, path: str) -> bytes | bytearray:
         lines += chunk.count(b"\n")
         _check_read(path, len(data), lines, "holds more than")
     return data
-
-
-def _gunzip(data, path: str) -> bytearray:
-    """The gzip members of ``data`` decompressed, refused as soon as their text and
-    lines would not fit (a small file may decompress to any size)."""
-    out = bytearray()
-    lines = 0
-    with gzip.GzipFile(fileobj=io.BytesIO(data)) as gz:
-        while piece := gz.read(_READ_STEP):
-            out += piece
-            lines += piece.count(b"\n")
-            _check_read(path, len(out), lines, "decompresses to more than")
-    return out
-
-
-def read_lines(path: str) -> list[str]:
-    """The whole file (gunzipped when needed) as a list of lines without newlines.
-    A file whose text would not fit in memory is refused before it is read (or, when
-    compressed or not a regular file, as soon as it outgrows what is left)."""
-    try:
-        with open(path, "rb") as fh:
-            data = _read_bytes(fh, path)
-    except OSError as exc:
-        raise _open_error(path, exc) from None
-    if _is_gzip(path, data):
-        try:
-            data = _gunzip(data, path)
-        except (OSError, EOFError, zlib.error) as exc:
-            raise GraphFormatError(f"not readable as gzip: {exc}", path) from None
-    text = _decode(data, path)
-    del data
-    lines = text.split("\n")
-    del text
-    if lines and lines[-1] == "":
-        lines.pop()
-    _check_fields(lines, path)
-    return lines
 
 
 #: Text decoded and split at a time by :class:`TextLines` (cut at a line's end); a
@@ -153,7 +109,7 @@ class TextLines:
                 if stat.S_ISREG(st.st_mode):
                     head = fh.read(2)
                 else:
-                    self._data = head = _read_bytes(fh, path)
+                    self._data = head = _read_stream(fh, path)
         except OSError as exc:
             raise _open_error(path, exc) from None
         self._gzip = _is_gzip(path, head[:2])
@@ -161,7 +117,6 @@ class TextLines:
         # (gzip, a pipe) are checked against the memory as they come
         self.counted = self._data is None and not self._gzip
         self._size = st.st_size
-        self._checked = False
 
     def _pieces(self):
         """The file's bytes in pieces that each end at a line's end (the last one, at
@@ -211,16 +166,26 @@ class TextLines:
             yield from lines
 
     def all(self) -> list[str]:
-        """Every line at once (the file's text refused before it is read where it would
-        not fit)."""
-        return read_lines(self.path)
+        """Every line at once (for formats whose records run across lines): a regular
+        file refused before it is read where its text and lines would not fit, a
+        stream as soon as they outgrow what is left."""
+        self.check_size(lambda lines: _READ_FACTOR * self._size + _LINE_BYTES * lines)
+        out: list[str] = []
+        size = 0
+        for _, block in self.blocks():
+            out += block
+            if not self.counted:
+                size += sum(map(len, block))
+                _check_read(self.path, size, len(out), "decompresses to more than"
+                            if self._gzip else "holds more than")
+        return out
 
-    def check_size(self) -> None:
-        """Refuse a regular file whose records would not fit, before they are read:
-        its lines counted in its bytes, none kept."""
-        if self._checked or not self.counted:
+    def check_size(self, need=lambda lines: RECORD_PEAK_BYTES * lines + BLOCK_PEAK) -> None:
+        """Refuse a regular file whose lines would need more than there is (``need``
+        of their count; by default, as records), before it is read: its lines counted
+        in its bytes, none kept."""
+        if not self.counted:
             return
-        self._checked = True
         lines = 0
         try:
             with open(self.path, "rb") as fh:
@@ -229,8 +194,7 @@ class TextLines:
         except OSError as exc:
             raise _open_error(self.path, exc) from None
         check_memory(f"the file holds {self._size:,} bytes in {lines:,} lines",
-                     RECORD_PEAK_BYTES * lines + BLOCK_PEAK,
-                     where=self.path, subject="reading it")
+                     need(lines), where=self.path, subject="reading it")
 
     def records(self, start: int, comments: tuple[str, ...], cut: str | None = None):
         """The records from line index ``start`` on: see :class:`RecordBlocks`."""
@@ -254,7 +218,7 @@ class RecordBlocks:
             skip = self.start - (lineno - 1)
             if skip >= len(block):
                 continue
-            yield select_fields(block, max(skip, 0), len(block), self.comments, self.cut,
+            yield select_fields(block, max(skip, 0), self.comments, self.cut,
                                 offset=lineno - 1)
 
 
@@ -301,33 +265,32 @@ def iter_lines(path: str):
         raise _open_error(path, exc) from None
 
 
+def _record_text(line: str, comments: tuple[str, ...], cut: str | None) -> str:
+    """``line`` stripped (cut at ``cut``), or "" where it is blank or a comment."""
+    if cut is not None:
+        line = line.partition(cut)[0]
+    line = line.strip()
+    return "" if line.startswith(comments) else line
+
+
 def first_field_line(lines, start: int, comments: tuple[str, ...],
                      cut: str | None = None) -> tuple[int, str] | None:
-    """The index and stripped text of the first line from index ``start`` on that
+    """The index and text of the first line from index ``start`` on that
     :func:`select_fields` would keep, or None."""
     for i, line in enumerate(lines):
-        if i < start:
-            continue
-        if cut is not None:
-            line = line.partition(cut)[0]
-        line = line.strip()
-        if line and not line.startswith(comments):
-            return i, line
+        if i >= start and (text := _record_text(line, comments, cut)):
+            return i, text
     return None
 
 
-def select_fields(lines: list[str], start: int, stop: int, comments: tuple[str, ...],
+def select_fields(lines: list[str], start: int, comments: tuple[str, ...],
                   cut: str | None = None, offset: int = 0) -> tuple[list[str], list[int]]:
-    """Non-blank, non-comment lines (stripped; cut at ``cut``) and their numbers
-    (``lines[0]`` being line ``offset + 1``)."""
+    """The non-blank, non-comment lines of ``lines[start:]`` (stripped; cut at ``cut``)
+    and their numbers (``lines[0]`` being line ``offset + 1``)."""
     rows: list[str] = []
     linenos: list[int] = []
-    for i in range(start, stop):
-        s = lines[i]
-        if cut is not None:
-            s = s.partition(cut)[0]
-        s = s.strip()
-        if s and not s.startswith(comments):
-            rows.append(s)
+    for i in range(start, len(lines)):
+        if text := _record_text(lines[i], comments, cut):
+            rows.append(text)
             linenos.append(offset + i + 1)
     return rows, linenos

@@ -20,7 +20,7 @@ import numpy as np
 
 from ..errors import EmptyGraphError, GraphFormatError, quote
 from ..graph import (BYTES_PER_EDGE, BYTES_PER_RECORD, BYTES_PER_VERTEX, MAX_VERTICES, Graph,
-                     check_graph_fits, check_memory)
+                     check_graph_fits, check_memory, rank_labels)
 from .lines import BLOCK_PEAK, RECORD_PEAK_BYTES, iter_lines
 
 
@@ -405,50 +405,20 @@ def _convert_blocks(blocks, rec: Records, path: str, *, labels: bool, text: bool
     return (*joined, count)
 
 
-def _renumber(src: np.ndarray, dst: np.ndarray) -> np.ndarray:
-    """Integer labels replaced in place by their rank among the distinct labels; the
-    labels, sorted.  Labels within a span of a few times the records are ranked through
-    a table of the span, others by sorting."""
-    lo = int(min(src.min(), dst.min()))
-    span = int(max(src.max(), dst.max())) - lo + 1
-    if span <= 4 * len(src) + (1 << 16):
-        src -= lo
-        dst -= lo
-        present = np.zeros(span, dtype=bool)
-        present[src] = True
-        present[dst] = True
-        rank = np.cumsum(present, dtype=np.int64)
-        rank -= 1
-        for arr in (src, dst):      # in slices: a take into its own index array copies
-            for i in range(0, len(arr), 1 << 20):
-                part = arr[i:i + (1 << 20)]
-                part[:] = rank[part]
-        del rank
-        ids = np.flatnonzero(present)
-        ids += lo
-        return ids
-    ids, inverse = np.unique(np.concatenate([src, dst]), return_inverse=True)
-    m = len(src)
-    src[:] = inverse[:m]
-    dst[:] = inverse[m:]
-    return ids
-
-
 def records_to_graph(blocks, rec: Records, opts: ReadOptions, *, default_directed: bool,
                      base: int, n: int | None = None, n_line: int | None = None,
                      expected: int | None = None, what: str = "edges",
                      count_line: int | None = None) -> Graph:
-    """Convert and check the records of ``blocks`` (:class:`RecordBlocks`, or any
-    iterable of ``(rows, line numbers)``), compare their count with the header,
+    """Convert and check the records of ``blocks`` (a file's
+    :class:`~mgapsp.readers.lines.RecordBlocks`), compare their count with the header,
     build."""
     path = opts.path
     labels = n is None          # no declared count: ids are labels, renumbered
     directed = opts.directed_or(default_directed)
     if n is not None:
         _check_declared(path, n, n_line, expected, count_line, what, directed)
-    counted = getattr(getattr(blocks, "lines", None), "counted", True)
     args = dict(labels=labels, base=base, n=n, n_line=n_line, expected=expected,
-                counted=counted)
+                counted=blocks.lines.counted)
     try:
         src, dst, w, count = _convert_blocks(blocks, rec, path, text=False, **args)
     except _TextLabels:         # text after integers: every label read again as text
@@ -460,7 +430,7 @@ def records_to_graph(blocks, rec: Records, opts: ReadOptions, *, default_directe
     if count == 0:
         raise EmptyGraphError(f"no {what} in the file", path)
     if labels and src.dtype.kind == "i":
-        ids = _renumber(src, dst)
+        ids = rank_labels(src, dst)
         # ranks fit int32 (at most MAX_VERTICES): half the bytes while the CSR is made
         src, dst = src.astype(np.int32), dst.astype(np.int32)
         return Graph.from_edges(src, dst, w, n=len(ids), vertex_ids=ids, directed=directed,
