@@ -6,8 +6,10 @@ is refused.  Each test failed on 171b3df."""
 from __future__ import annotations
 
 import random
+import re
 import subprocess
 import sys
+import time
 
 import networkx as nx
 import numpy as np
@@ -309,3 +311,25 @@ def test_bad_input_is_refused_without_importing_distributed(tmp_path):
         assert modules and not heavy, (args, sorted(heavy))
         if args[0] == "run":
             assert proc.returncode == 1 and "'EOF' is neither an edge" in proc.stderr
+
+
+def test_verbose_run_says_where_its_fixed_cost_went(tmp_path):
+    """Issue 52: ``-v`` ends a job with its fixed cost, step by step: the process's
+    start and imports, the graph's read, the cluster's start, the job's own steps
+    before its batches (the store's creation among them) and the teardown, which
+    together with the job's time account for the command's wall time."""
+    t = time.perf_counter()
+    proc = subprocess.run([sys.executable, "-m", "mgapsp", "-v", "run",
+                           str(DATA / "karate.mtx"), "-o", str(tmp_path / "k.zarr"),
+                           "--backend", "cpu", "-q"], capture_output=True, text=True)
+    wall = time.perf_counter() - t
+    assert proc.returncode == 0, proc.stderr
+    line = next(x for x in proc.stderr.splitlines() if "fixed cost" in x)
+    m = re.match(r"\s*fixed cost ([\d.]+) s beside the job's ([\d.]+) s: (.*)$", line)
+    assert m, line
+    steps = dict(re.findall(r"([a-z][a-z -]*?) ([\d.]+) s", m.group(3)))
+    for name in ("start and imports", "imports", "store"):   # steps under 5 ms unsaid
+        assert name in steps, (name, line)
+    assert abs(sum(map(float, steps.values())) - float(m.group(1))) < 0.05, line
+    # what the line accounts for is the command's time, less only its exit
+    assert 0 < wall - float(m.group(1)) - float(m.group(2)) < 1.5, (wall, line)

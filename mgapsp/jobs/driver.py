@@ -114,19 +114,29 @@ class _Job:
         self.existing = False
         self.damaged: dict[int, str] = {}
         self.resume_check: str | None = None    # "deep" or "quick", for a resumed store
+        #: seconds of each step before the batches (JobReport.setup)
+        self.setup: dict[str, float] = {}
+
+    def step(self, name: str, fn, *args, **kwargs):
+        """``fn(*args, **kwargs)``, its seconds added to the setup step ``name``."""
+        t0 = time.perf_counter()
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            self.setup[name] = self.setup.get(name, 0.0) + time.perf_counter() - t0
 
     def run(self) -> JobReport:
         state = check_target(self.req.out, resume=self.req.resume,
                              overwrite=self.req.overwrite)
-        self.probe()
-        self.open_existing(state)
-        self.plan = self.make_plan(may_build=True)
-        self.prepare()
-        self.check_existing()
-        potentials = self.potentials()
-        self.hierarchy()
+        self.step("probe", self.probe)
+        self.step("store opened", self.open_existing, state)
+        self.plan = self.step("plan", self.make_plan, may_build=True)
+        self.step("kernels", self.prepare)
+        self.step("resume check", self.check_existing)
+        potentials = self.step("negative-cycle check", self.potentials)
+        self.step("hierarchy", self.hierarchy)
         if not self.existing:
-            self.create_store(potentials)
+            self.step("store", self.create_store, potentials)
         try:
             return self.compute()
         except Float32Inexact as exc:
@@ -153,10 +163,10 @@ class _Job:
         self.token = new_run_id()
         self.req.on_start, self.req.on_progress = reporting(
             self.client, self.token, self.req.graph.n, *self.callbacks)
-        self.prepare()
+        self.step("kernels", self.prepare)
         self.existing, self.overwrite, self.damaged = False, True, {}
         self.resume_check = None
-        self.create_store()
+        self.step("store", self.create_store)
         return self.compute()
 
     # -- before anything is written ----------------------------------------------------
@@ -340,6 +350,7 @@ class _Job:
         self.t0 = time.perf_counter()
         report.started = time.time()
         report.setup_s = self.t0 - self.t_call
+        report.setup = dict(self.setup)
         self.owner: Callable[[int], str] | None = None
         self.slab_rows: dict[str, str] = {}
         self.slabs = bool(todo) and fw_by_slabs(plan.algorithm, plan.backend,

@@ -59,6 +59,9 @@ class JobReport:
     #: seconds before the batches: the workers probed, the job planned, the store
     #: created (the graph written into it) or opened; not in ``seconds``
     setup_s: float = 0.0
+    #: of those, each step's: probe, store opened, plan, kernels, resume check,
+    #: negative-cycle check, hierarchy, store (creation)
+    setup: dict = field(default_factory=dict)
     #: seconds from the batches' start (``seconds`` counts from there to the store's
     #: last record) to: the last batch finished ("last_result"), the store's last
     #: record written ("recorded")
