@@ -11,7 +11,8 @@ Sets of commands (any together):
 - ``--cli``: ``mgapsp --version`` and a one-line refusal of bad input;
 - ``--cpu``: ``mgapsp run --backend cpu`` on rome99, p2p-Gnutella09 and Austin, each
   paired with a one-thread SciPy script computing the same rows (the peer);
-- ``--gpu``: ``mgapsp run`` on the GPU backend, rome99 and p2p-Gnutella09;
+- ``--gpu``: ``mgapsp run`` on one GPU (the first visible, as a host of one sees it),
+  rome99 and p2p-Gnutella09;
 - ``--multi-gpu 0,1,2,3``: NY by Bellman-Ford from 32,768 seeded sources on those GPUs;
 - ``--in-process cpu,gpu``: ``apsp(g, backend=...)`` three times in a new process, run
   after an earlier process wrote the kernels' caches: the first call against the
@@ -65,6 +66,17 @@ IN_PROCESS = textwrap.dedent("""\
         mgapsp.apsp(g, backend=sys.argv[2])
         times.append(time.perf_counter() - t)
     print(json.dumps(times))
+    """)
+
+
+CONTEXT = textwrap.dedent("""\
+    import json, time
+    t = time.perf_counter()
+    import cupy
+    t1 = time.perf_counter()
+    cupy.cuda.runtime.memGetInfo()
+    t2 = time.perf_counter()
+    print(json.dumps({"cupy_import_s": t1 - t, "context_s": t2 - t1}))
     """)
 
 
@@ -141,6 +153,9 @@ def in_process(backend: str, graph: Path, env, tmp: Path) -> dict:
     row = {"name": f"in process, {backend}, {graph.name}", "first_s": times[0],
            "warm_s": statistics.median(times[1:]), "calls": times}
     row["first_above_warm_s"] = row["first_s"] - row["warm_s"]
+    if backend == "gpu":
+        # the floor of a first GPU call: CuPy imported, a CUDA context made
+        row |= json.loads(run([PY, "-c", CONTEXT], env)[1].strip().splitlines()[-1])
     print(json.dumps(row), flush=True)
     return row
 
@@ -190,6 +205,10 @@ def markdown(meta: dict, rows: list[dict]) -> str:
         lines += [f"| {r['name']} | {r['first_s']:.3f} s | {r['warm_s']:.3f} s | "
                   f"**{r['first_above_warm_s']:.3f} s** |" for r in calls]
         lines.append("")
+        lines += [f"A new process's `import cupy` took {r['cupy_import_s']:.3f} s and its "
+                  f"CUDA context {r['context_s']:.3f} s more (the first CUDA call)."
+                  for r in calls if "context_s" in r]
+        lines.append("")
     return "\n".join(lines)
 
 
@@ -229,11 +248,14 @@ def main(argv=None) -> int:
         def clear():
             subprocess.run(["rm", "-rf", str(store)], check=True)
 
-        def job(name, graph, *extra, peer=None):
+        def job(name, graph, *extra, peer=None, env=env):
             cmd = MGAPSP + ["-q", "run", str(graph), "-o", str(store), *extra]
             rows.append(paired(name, cmd, env, args.repeats, peer=peer, job=True,
                                before=clear))
             save()
+
+        one_gpu = env | {"CUDA_VISIBLE_DEVICES": env.get("CUDA_VISIBLE_DEVICES",
+                                                         "0").split(",")[0]}
 
         if args.cli:
             bad = tmp / "stray.tsv"
@@ -250,15 +272,17 @@ def main(argv=None) -> int:
                 peer = [PY, str(script), str(DATA / graph), str(tmp / "scipy.npy")]
                 job(f"{graph}, cpu", DATA / graph, "--backend", "cpu", peer=peer)
         if args.gpu:
+            # one GPU, as a host of one sees it (one worker, in this process)
             for graph in ("rome99.gr", "p2p-Gnutella09.txt"):
-                job(f"{graph}, gpu", DATA / graph, "--backend", "gpu")
+                job(f"{graph}, one GPU", DATA / graph, "--backend", "gpu", env=one_gpu)
         if args.multi_gpu:
             sources = ny_sources(tmp, args.ny_sources)
             job(f"NY, {args.ny_sources:,} sources, bellman-ford, --gpus {args.multi_gpu}",
                 DATA / "NY.pace.gr.gz", "--sources", str(sources), "--algorithm",
                 "bellman-ford", "--gpus", args.multi_gpu)
         for backend in filter(None, args.in_process.split(",")):
-            rows.append(in_process(backend, DATA / "p2p-Gnutella09.txt", env, tmp))
+            rows.append(in_process(backend, DATA / "p2p-Gnutella09.txt",
+                                   one_gpu if backend == "gpu" else env, tmp))
             save()
     print(stem.with_suffix(".md").read_text())
     return 0

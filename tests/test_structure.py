@@ -47,7 +47,8 @@ def test_modules_use_only_public_names_of_each_other(path):
     tree = ast.parse(path.read_text())
     private = [f"{node.module}.{alias.name}" for node in ast.walk(tree)
                if isinstance(node, ast.ImportFrom) and node.level > 0
-               for alias in node.names if alias.name.startswith("_")]
+               for alias in node.names
+               if alias.name.startswith("_") and not alias.name.endswith("__")]
     siblings = {alias.asname or alias.name for node in ast.walk(tree)
                 if isinstance(node, ast.ImportFrom) and node.level > 0
                 and node.module is None for alias in node.names}     # from . import fw
