@@ -11,7 +11,6 @@ import gc
 import logging
 import os
 import sys
-import threading
 import time
 
 import click
@@ -73,9 +72,6 @@ class _Group(click.Group):
                        err=True)
             sys.exit(1)
         finally:
-            while _AFTER_COMMAND:   # after the error line, if there was one
-                with contextlib.suppress(Exception):
-                    _AFTER_COMMAND.pop()()
             # the process ends with the command: what it made is freed with it, not
             # walked first by the collections of the interpreter's exit
             gc.freeze()
@@ -204,7 +200,6 @@ def run(graph, out, fmt, directed, unweighted, weight_column, algorithm, backend
     from .api import resolve_backend
     from .plan import check_metrics, small_job
     from .readers import read_graph
-    from .jobs.hosts import one_process
     from .store import StoreLock, check_target, new_run_id
 
     if scheduler and scheduler_file:
@@ -214,29 +209,10 @@ def run(graph, out, fmt, directed, unweighted, weight_column, algorithm, backend
     # the store's lock first: a second run on it stops here, before any work; it is
     # released when the command ends
     metrics = check_metrics(metrics)        # a wrong name: one line, before any work
-    attached = bool(scheduler or scheduler_file)
-    if (tls_ca_file or tls_cert or tls_key) and not attached:
-        raise MgapspError("TLS options attach to a running cluster: give --scheduler or "
-                          "--scheduler-file too")
-    if not attached:
-        backend = resolve_backend(backend)
-    if cpu_workers and (attached or backend != "gpu"):
-        raise MgapspError("--cpu-workers adds CPU workers to the embedded GPU cluster; "
-                          "it needs the gpu backend and no attached cluster")
-    if gpus is not None and (attached or backend != "gpu"):
-        raise MgapspError("--gpus picks the devices of the embedded GPU cluster; it does "
-                          "not apply to the cpu backend or an attached cluster")
     lock = click.get_current_context().with_resource(StoreLock(out, new_run_id()))
     state = check_target(out, resume=resume, overwrite=overwrite)
     if resume and state in ("absent", "empty", "remains"):
         click.echo(f"{out}: no store to resume there; a new one is started", err=True)
-    ahead = None
-    if not attached and not one_process(backend, gpus=gpus, n_workers=workers,
-                                        cpu_workers=cpu_workers, small=True):
-        # worker processes whatever the graph: they start while it is read and checked
-        ahead = _ClusterAhead(backend=backend, n_workers=workers,
-                              dashboard=dashboard is not False, processes=True, gpus=gpus,
-                              cpu_workers=cpu_workers)
     clock.lap("store lock")
     g = read_graph(graph, format=fmt, directed=directed, unweighted=unweighted,
                    weight_column=weight_column)
@@ -254,8 +230,8 @@ def run(graph, out, fmt, directed, unweighted, weight_column, algorithm, backend
         get_backend("cpu").potentials(g)
     clock.lap("checks")
     # Distributed and the cluster only now: bad input above is refused without them
-    _cluster_logs(_verbose())
-    from .jobs.cluster import connect, tls_security
+    _cluster_logs()
+    from .jobs.cluster import connect, one_process, tls_security
     from .jobs.dashboard import page_link
     from .jobs.driver import run_job
     from .jobs.progress import ProgressBar
@@ -264,6 +240,18 @@ def run(graph, out, fmt, directed, unweighted, weight_column, algorithm, backend
     clock.lap("imports")
 
     security = tls_security(tls_ca_file, tls_cert, tls_key)
+    attached = bool(scheduler or scheduler_file)
+    if security is not None and not attached:
+        raise MgapspError("TLS options attach to a running cluster: give --scheduler or "
+                          "--scheduler-file too")
+    if not attached:
+        backend = resolve_backend(backend)
+    if cpu_workers and (attached or backend != "gpu"):
+        raise MgapspError("--cpu-workers adds CPU workers to the embedded GPU cluster; "
+                          "it needs the gpu backend and no attached cluster")
+    if gpus is not None and (attached or backend != "gpu"):
+        raise MgapspError("--gpus picks the devices of the embedded GPU cluster; it does "
+                          "not apply to the cpu backend or an attached cluster")
     bar = ProgressBar(enabled=not quiet)
 
     def on_start(report):
@@ -285,10 +273,9 @@ def run(graph, out, fmt, directed, unweighted, weight_column, algorithm, backend
     alone = not attached and one_process(backend, gpus=gpus, n_workers=workers,
                                          cpu_workers=cpu_workers, small=small)
     dashboard = not small if dashboard is None else dashboard
-    with ahead or connect(scheduler=scheduler, scheduler_file=scheduler_file,
-                          backend=backend, n_workers=workers, dashboard=dashboard,
-                          processes=not alone, security=security, gpus=gpus,
-                          cpu_workers=cpu_workers) as client:
+    with connect(scheduler=scheduler, scheduler_file=scheduler_file, backend=backend,
+                 n_workers=workers, dashboard=dashboard, processes=not alone,
+                 security=security, gpus=gpus, cpu_workers=cpu_workers) as client:
         clock.lap("cluster start")
         if client.dashboard_link and dashboard:
             click.echo(f"  dashboard: {client.dashboard_link}")
@@ -312,61 +299,6 @@ def run(graph, out, fmt, directed, unweighted, weight_column, algorithm, backend
     _summary(out, report, n_workers, store_size(out))
     if click.get_current_context().obj.get("verbose"):
         click.echo(clock.summary(report), err=True)
-
-
-#: what a command left to do once it ended and said so (a cluster to close)
-_AFTER_COMMAND: list = []
-
-
-class _ClusterAhead:
-    """The embedded cluster of worker processes, started on a thread of its own as the
-    command begins, so that its processes start (each importing Dask, mgapsp and CuPy,
-    3-5 s on a GPU host) while this one reads and checks the graph and imports the
-    job's modules.  As a context manager: its client, once started; closed on exit.
-    Where the command ends before (bad input), the cluster is closed after the error
-    line is printed (:class:`_Group`).  The thread that opens the cluster closes it:
-    a Dask client leaves the way it came in."""
-
-    def __init__(self, **options):
-        self._verbose = _verbose()
-        self._client = None
-        self._error: BaseException | None = None
-        self._ready, self._done = threading.Event(), threading.Event()
-        self._thread = threading.Thread(target=self._run, args=(options,),
-                                        name="mgapsp-cluster", daemon=True)
-        self._thread.start()
-        _AFTER_COMMAND.append(self.close)
-
-    def _run(self, options) -> None:
-        try:
-            _cluster_logs(self._verbose)
-            from .jobs.cluster import connect
-
-            with connect(**options) as client:
-                self._client = client
-                self._ready.set()
-                self._done.wait()
-        except BaseException as exc:   # raised in the command's own thread
-            self._error = exc
-        finally:
-            self._ready.set()
-
-    def __enter__(self):
-        self._ready.wait()
-        if self._client is None:
-            raise self._error
-        return self._client
-
-    def __exit__(self, kind, value, traceback):
-        self.close()
-        if kind is None and self._error is not None:
-            raise self._error
-
-    def close(self) -> None:
-        if self.close in _AFTER_COMMAND:
-            _AFTER_COMMAND.remove(self.close)
-        self._done.set()
-        self._thread.join()
 
 
 class _Clock:
@@ -423,11 +355,7 @@ def _imported() -> None:
     gc.freeze()
 
 
-def _verbose() -> int:
-    return click.get_current_context().obj.get("verbose", 0)
-
-
-def _cluster_logs(verbose: bool) -> None:
+def _cluster_logs() -> None:
     """Before a command starts or attaches to a cluster (so that the others, and every
     refusal of bad input, never import Distributed).  A lost worker or scheduler ends
     the job with one line of ours; Dask's client would log its reconnection attempts
@@ -435,7 +363,7 @@ def _cluster_logs(verbose: bool) -> None:
     timeout of the cluster's shutdown, collected after our error line (seen on a
     loaded host).  Importing Distributed sets its loggers' levels from its
     configuration: first, then ours."""
-    if verbose:
+    if click.get_current_context().obj.get("verbose"):
         return
     import distributed  # noqa: F401
 
@@ -711,7 +639,7 @@ def repair(store, backend, scheduler, scheduler_file, tls_ca_file, tls_cert, tls
       mgapsp repair rome99.zarr
     """
     from .api import resolve_backend
-    _cluster_logs(_verbose())
+    _cluster_logs()
     from .jobs.cluster import connect, tls_security
     from .jobs.driver import check_for_repair, repair_job
     from .store import batch_ranges

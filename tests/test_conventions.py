@@ -14,7 +14,6 @@ import time
 import networkx as nx
 import numpy as np
 import pytest
-from scipy.sparse import csgraph
 
 import faults
 import mgapsp
@@ -334,28 +333,3 @@ def test_verbose_run_says_where_its_fixed_cost_went(tmp_path):
     assert abs(sum(map(float, steps.values())) - float(m.group(1))) < 0.05, line
     # what the line accounts for is the command's time, less only its exit
     assert 0 < wall - float(m.group(1)) - float(m.group(2)) < 1.5, (wall, line)
-
-
-def test_worker_processes_start_while_the_graph_is_read(tmp_path):
-    """Issue 52: a job of worker processes (here ``--workers 2``) starts them as the
-    command begins, on a thread, while it reads the graph: the job computes SciPy's
-    rows on them, with ``-v`` accounting for the wait; bad input is still one line,
-    the half-started cluster closed after it, nothing written."""
-    out = tmp_path / "r.zarr"
-    proc = subprocess.run([sys.executable, "-m", "mgapsp", "-v", "run",
-                           str(DATA / "karate.mtx"), "-o", str(out), "--backend", "cpu",
-                           "--workers", "2", "-q"], capture_output=True, text=True)
-    assert proc.returncode == 0, proc.stderr
-    assert "on 2 workers" in proc.stdout and "cluster start" in proc.stderr
-    g = mgapsp.read_graph(DATA / "karate.mtx")
-    np.testing.assert_array_equal(mgapsp.Result(out).distances(),
-                                  csgraph.dijkstra(g.to_scipy()))
-    bad = tmp_path / "bad.tsv"
-    bad.write_text("src dst w\n0 1 2.5\n1 2 x\n")
-    proc = subprocess.run([sys.executable, "-m", "mgapsp", "run", str(bad), "-o",
-                           str(tmp_path / "b.zarr"), "--backend", "cpu", "--workers", "2"],
-                          capture_output=True, text=True, timeout=120)
-    assert proc.returncode == 1
-    assert proc.stderr.strip().splitlines() == [
-        f"error: {bad}:3: weight 'x' is not a number"], proc.stderr
-    assert not (tmp_path / "b.zarr").exists()

@@ -14,7 +14,6 @@ from scipy.sparse import csgraph
 
 import mgapsp
 from mgapsp.jobs import cluster as embedded
-from mgapsp.jobs import hosts
 from mgapsp.jobs.cluster import connect, one_process
 from mgapsp.jobs.driver import run_job
 
@@ -33,9 +32,9 @@ def test_one_process_only_where_one_worker_is_all_there_is(monkeypatch):
     assert one_process("cpu", small=True)
     assert not one_process("cpu", small=True, n_workers=3)
     # the CPU kernels release the GIL: one process, a thread per core
-    monkeypatch.setattr(hosts, "multicore", lambda: True)
+    monkeypatch.setattr(embedded, "multicore", lambda: True)
     assert one_process("cpu", small=False)
-    monkeypatch.setattr(hosts, "multicore", lambda: False)
+    monkeypatch.setattr(embedded, "multicore", lambda: False)
     assert not one_process("cpu", small=False)        # SciPy holds the GIL: processes
 
 

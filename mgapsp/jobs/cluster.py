@@ -27,7 +27,6 @@ from .. import config
 from ..backends.cpu import multicore
 from ..errors import MgapspError
 from .dashboard import add_page
-from .hosts import cpu_threads, one_process, parse_gpus
 
 __all__ = ["connect", "cpu_threads", "one_process", "embedded_security", "tls_security", "parse_gpus", "ConfigPlugin"]
 
@@ -51,6 +50,14 @@ class ConfigPlugin(WorkerPlugin):
         import dask.config
 
         dask.config.set(self.values)
+
+
+def parse_gpus(text: str) -> str:
+    """Validate a "0,2"-style device list; returns it normalized."""
+    items = [t.strip() for t in str(text).split(",") if t.strip()]
+    if not items or not all(t.isdigit() for t in items) or len(set(items)) != len(items):
+        raise MgapspError(f"--gpus takes distinct device numbers like 0,2; got {text!r}")
+    return ",".join(items)
 
 
 def tls_security(ca_file: str | None, cert: str | None, key: str | None):
@@ -124,7 +131,6 @@ def connect(*, scheduler: str | None = None, scheduler_file: str | None = None,
             yield client
         return
     options["security"] = embedded_security()
-    options["preload"] = ["mgapsp.jobs.preload"]
     with _interrupt_held() as held, _quiet_logs(level), warnings.catch_warnings(), \
             _explain_unguarded_script():
         # "Port 8787 is already in use": another port is taken, and the link we
@@ -236,6 +242,31 @@ def _dashboard_pages_later(cluster, dashboard: bool):
             yield
     finally:
         timer.cancel()
+
+
+def one_process(backend: str, *, gpus: str | None = None, n_workers: int | None = None,
+                cpu_workers: int = 0, small: bool = False) -> bool:
+    """Whether the embedded cluster of a job is best this process alone: where one
+    worker is all there is, a GPU worker on the one GPU this process sees, a CPU
+    worker for a job of one small batch (``small``), or a CPU worker of a thread per
+    core where the CPU kernels release the GIL.  Starting worker processes takes
+    seconds (each imports Dask, Zarr, SciPy and CuPy again, and talks TLS to the
+    scheduler); a job of a few seconds would spend most of its time on it."""
+    if cpu_workers or (n_workers or 1) != 1:
+        return False
+    if backend == "gpu":
+        from ..devices import gpu_count
+
+        return gpu_count() == 1 and (gpus is None or parse_gpus(gpus) == "0")
+    return small or multicore()
+
+
+def cpu_threads() -> int:
+    """The cores this process may run on (its affinity), at least 1."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # pragma: no cover - not Linux
+        return os.cpu_count() or 1
 
 
 def _in_process_cluster(backend: str, gpus: str | None, options: dict):
