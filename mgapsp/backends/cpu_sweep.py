@@ -20,7 +20,7 @@ def distances(h: Hierarchy, sources, dtype=np.float64, targets=None,
     walks and the down sweep on the CPU; ``inf`` where unreachable.  With ``targets``
     (vertex indices): ``(len(sources), len(targets))``, the sweep restricted to what
     they need (RPHAST).  With ``predecessors`` (every target; see
-    :func:`check_predecessors`): ``(distances, predecessors)``, the latter int32 with
+    :func:`mgapsp.hierarchy.check_predecessors`): ``(distances, predecessors)``, the latter int32 with
     -1 at each source and where unreachable."""
     dtype = np.dtype(dtype)
     src = np.asarray(sources, dtype=np.int64).ravel()

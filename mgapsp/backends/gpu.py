@@ -196,7 +196,7 @@ class GPUBackend(Backend):
 
         With ``device=True`` the blocks stay on the device (CuPy arrays), for a writer
         that stages them to the host itself, and the calling thread's current stream
-        becomes its own (:func:`mgapsp.gpu.use_thread_stream`); ``stats["gpu_s"]``
+        becomes its own (:func:`mgapsp.cuda.device.use_thread_stream`); ``stats["gpu_s"]``
         is the device time of the batch (CUDA events).
 
         ``algorithm`` is ``"bellman-ford"``, ``"dijkstra"`` (Crauser's parallel

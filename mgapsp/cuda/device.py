@@ -21,7 +21,7 @@ if TYPE_CHECKING:  # pragma: no cover
 class DeviceGraph:
     """A graph's CSR resident on one device, weights in one dtype.
 
-    ``min_weight`` overrides the graph's (a reweighted copy, see :func:`reweight`);
+    ``min_weight`` overrides the graph's (a reweighted copy, see :func:`.sssp.reweight`);
     ``derived`` caches what the kernels prepare from the CSR (the classified rows).
     """
 
