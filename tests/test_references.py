@@ -205,3 +205,17 @@ def test_the_docs_name_what_exists():
                     bad.append(f"{doc.name}:{number}: {path}")
     assert seen > 20
     assert not bad, "\n".join(bad)
+
+
+def test_the_readme_lists_every_knob():
+    """The README's configuration names every knob of mgapsp.config.KNOBS with its
+    older variable: the settings a user can find are all there are."""
+    text = (ROOT / "README.md").read_text()
+    section = text[text.index("## Configuration"):]
+    section = section[:section.index("\n## ", 1)]
+    for key, knob in KNOBS.items():
+        assert f"`{key}`" in section, key
+        if knob.alias:
+            assert f"`{knob.alias}`" in section, (key, knob.alias)
+        if knob.user:       # the table, not the tuning list
+            assert f"| `{key}` |" in section, key
