@@ -8,7 +8,7 @@ client's values to its workers (:class:`mgapsp.jobs.cluster.ConfigPlugin`), so a
 settings of the job it runs.
 
 :data:`KNOBS` lists each key with its default and why it exists; ``user`` knobs are
-documented in the README, the others are tuning.
+documented in docs/configuration.md, the others are tuning.
 """
 
 from __future__ import annotations

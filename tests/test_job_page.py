@@ -130,7 +130,7 @@ def test_job_page_follows_a_job_in_a_browser(tmp_path, data_dir):
 
 @pytest.mark.slow
 def test_the_screenshot_tool_draws_the_page_during_a_job(tmp_path, data_dir):
-    """bench/job_page_screenshot.py (what drew the README's picture): a PNG of the page
+    """bench/job_page_screenshot.py (what drew the monitoring page's picture): a PNG of the page
     while the job runs, not before it and not after it."""
     import subprocess
     import sys

@@ -207,15 +207,23 @@ def test_the_docs_name_what_exists():
     assert not bad, "\n".join(bad)
 
 
-def test_the_readme_lists_every_knob():
-    """The README's configuration names every knob of mgapsp.config.KNOBS with its
-    older variable: the settings a user can find are all there are."""
-    text = (ROOT / "README.md").read_text()
-    section = text[text.index("## Configuration"):]
-    section = section[:section.index("\n## ", 1)]
+def test_the_guide_lists_every_knob():
+    """docs/configuration.md names every knob of mgapsp.config.KNOBS with its older
+    variable: the settings a user can find are all there are."""
+    section = (ROOT / "docs" / "configuration.md").read_text()
     for key, knob in KNOBS.items():
         assert f"`{key}`" in section, key
         if knob.alias:
             assert f"`{knob.alias}`" in section, (key, knob.alias)
         if knob.user:       # the table, not the tuning list
             assert f"| `{key}` |" in section, key
+
+
+def test_the_guide_lists_every_algorithm():
+    """The command line's page lists every registered algorithm for ``--algorithm``."""
+    from mgapsp import algorithms
+
+    line = next(x for x in (ROOT / "docs" / "cli.md").read_text().splitlines()
+                if x.startswith("- `--algorithm auto|"))
+    listed = line.split("`")[1].removeprefix("--algorithm ").split("|")
+    assert listed == ["auto", *algorithms.names()]

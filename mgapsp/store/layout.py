@@ -1,6 +1,6 @@
 """The output store: a Zarr v3 group that a job fills batch by batch.
 
-Layout (see the README)::
+Layout (see docs/store.md)::
 
     STORE/
       distances      (sources, n)  float32|float64, NaN = not computed, inf = unreachable
