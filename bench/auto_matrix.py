@@ -132,7 +132,7 @@ def one_graph(name: str, repeats: int) -> dict:
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--out", default=str(ROOT / "bench"))
+    ap.add_argument("--out", default=str(ROOT / "bench" / "results"))
     ap.add_argument("--repeats", type=int, default=2)
     ap.add_argument("--graphs", default=",".join(GRAPHS))
     args = ap.parse_args()

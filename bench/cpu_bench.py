@@ -221,7 +221,7 @@ def table(rows: list[dict]) -> str:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--out", default=str(ROOT / "bench"))
+    ap.add_argument("--out", default=str(ROOT / "bench" / "results"))
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--cli-repeats", type=int, default=5)
     ap.add_argument("--graphs", default="rome99,Austin,p2p-Gnutella09")

@@ -1,6 +1,6 @@
 """Dense Floyd-Warshall across GPUs, end to end: 1 GPU against 2 (and more).
 
-    python bench/fw_multi_gpu.py --n 32768 --gpus 1,2 --out bench/fw-multi
+    python bench/fw_multi_gpu.py --n 32768 --gpus 1,2 --out bench/results/fw-multi
 
 For each kind of weights (integer 1..100: int16x2 DPX; real-valued: fp32) it builds
 one random digraph of ``n`` vertices (``--density`` of the n^2 pairs), then for each
@@ -185,7 +185,7 @@ def main(argv=None) -> int:
     ap.add_argument("--warm-n", type=int, default=2048,
                     help="vertices of the warm-up job's graph (default 2048)")
     ap.add_argument("--scipy-n", type=int, default=2048)
-    ap.add_argument("--out", default="bench/fw-multi")
+    ap.add_argument("--out", default="bench/results/fw-multi")
     args = ap.parse_args(argv)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)

@@ -31,7 +31,7 @@ def main(argv=None) -> int:
     parser.add_argument("graph")
     parser.add_argument("--rows", type=int, default=2048)
     parser.add_argument("--repeats", type=int, default=5)
-    parser.add_argument("--out", default="bench/gpu-blosc")
+    parser.add_argument("--out", default="bench/results/gpu-blosc")
     args = parser.parse_args(argv)
 
     import cupy

@@ -52,7 +52,7 @@ def main(argv=None) -> int:
     ap.add_argument("--algorithm", default="auto")
     ap.add_argument("--backend", default="auto")
     ap.add_argument("--pairs", type=int, default=3)
-    ap.add_argument("--out", default=str(ROOT / "bench"))
+    ap.add_argument("--out", default=str(ROOT / "bench" / "results"))
     args = ap.parse_args(argv)
     g = mgapsp.read_graph(args.graph)
     labels = None

@@ -219,7 +219,7 @@ def _csr(gen):
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--out", default=str(ROOT / "bench"))
+    ap.add_argument("--out", default=str(ROOT / "bench" / "results"))
     ap.add_argument("--parts", default="small")
     ap.add_argument("--repeats", type=int, default=2)
     ap.add_argument("--peer-metrics", default="closeness,harmonic")

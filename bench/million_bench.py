@@ -217,7 +217,7 @@ def one_job(gen, graph_file: Path, workdir: Path, n_sources: int, variant: str,
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--out", default=str(ROOT / "bench"))
+    ap.add_argument("--out", default=str(ROOT / "bench" / "results"))
     ap.add_argument("--parts", default="api,job")
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--sample", type=int, default=8)

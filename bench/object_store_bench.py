@@ -54,7 +54,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sources", type=int, default=8192)
     ap.add_argument("--repeats", type=int, default=2)
-    ap.add_argument("--out", default=str(ROOT / "bench"))
+    ap.add_argument("--out", default=str(ROOT / "bench" / "results"))
     args = ap.parse_args()
     work = Path(tempfile.mkdtemp(prefix="mgapsp-objects-"))
     server = S3Server(work, record=False).start()

@@ -149,7 +149,7 @@ def measure(code: str, *args) -> dict:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--out", type=Path, default=ROOT / "bench")
+    ap.add_argument("--out", type=Path, default=ROOT / "bench" / "results")
     ap.add_argument("--gzip-gb", type=float, default=1.0)
     ap.add_argument("--workdir", type=Path, default=Path("/tmp/reader-memory"))
     args = ap.parse_args(argv)

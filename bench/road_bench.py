@@ -204,7 +204,7 @@ def weighted(name, count, repeats):
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", default="bench")
+    parser.add_argument("--out", default="bench/results")
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--workers", type=int, default=os.cpu_count())
     parser.add_argument("--peer-sources", type=int, default=128,

@@ -432,7 +432,7 @@ def main() -> None:
     ap.add_argument("part", choices=["peer", "mgapsp", "report"])
     ap.add_argument("--graph", choices=sorted(GRAPHS))
     ap.add_argument("--parts", required=True, type=Path, help="folder of the parts' files")
-    ap.add_argument("--out", default="bench", type=Path)
+    ap.add_argument("--out", default="bench/results", type=Path)
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--workers", type=int, default=os.cpu_count())
     ap.add_argument("--degree-limit", type=float, default=60.0)

@@ -236,7 +236,7 @@ def plot(path: Path) -> Path:
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--out", default=str(ROOT / "bench"))
+    ap.add_argument("--out", default=str(ROOT / "bench" / "results"))
     ap.add_argument("--scales", default="16,18,20,22")
     ap.add_argument("--plot", default=None, help="draw the PNG of a results file")
     ap.add_argument("--rescore-scipy", default=None,

@@ -223,7 +223,7 @@ def main(argv=None) -> int:
     ap.add_argument("--hide-gpu", action="store_true")
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--label", required=True, help="the host, in the results' names")
-    ap.add_argument("--out", type=Path, default=ROOT / "bench")
+    ap.add_argument("--out", type=Path, default=ROOT / "bench" / "results")
     args = ap.parse_args(argv)
     env = dict(os.environ)
     if args.hide_gpu:

@@ -297,7 +297,7 @@ def write(out: Path, repeats: int) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", default="bench")
+    parser.add_argument("--out", default="bench/results")
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--parts", default="api,phast,dropin,read,cli,cpu-cli")
     args = parser.parse_args()

@@ -313,7 +313,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("part", choices=["codec", "jobs", "report"])
     ap.add_argument("--parts", type=Path, default=Path("write-path-parts"))
-    ap.add_argument("--out", type=Path, default=ROOT / "bench")
+    ap.add_argument("--out", type=Path, default=ROOT / "bench" / "results")
     ap.add_argument("--gpus", nargs="+", default=["0"])
     ap.add_argument("--ny-sources", type=int, default=32768)
     ap.add_argument("--ny-all", action="store_true")

@@ -35,7 +35,7 @@ DENSE_FRACTION = 0.1
 DENSE_MAX_VERTICES = {"cpu": 4096, "gpu": 16384}
 #: Sources from which ``auto`` builds a road network's contraction hierarchy to run
 #: phast on GPUs.  The build pays off past build / (Bellman-Ford - PHAST per source),
-#: measured on an H200 and its 16 cores (bench/road-scale-*.md): NY 2.5 s / (139 - 5.5
+#: measured on an H200 and its 16 cores (bench/results/road-scale-*.md): NY 2.5 s / (139 - 5.5
 #: us) = 18,600 sources; the 1000 x 1000 grid 31 s / (13.0 - 0.05 ms) = 2,400; the 4M
 #: highway grid 174 s / (17.4 - 0.36 ms) = 10,200; Austin 0.065 s / (7.6 - 0.45 us) =
 #: 9,100.  Neither the size nor the hop diameter orders those crossovers (the

@@ -278,7 +278,7 @@ def _fmt_s(s):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", default="bench")
+    parser.add_argument("--out", default="bench/results")
     parser.add_argument("--quick", action="store_true", help="smaller sizes, for a smoke run")
     parser.add_argument("--only", choices=["sssp", "fw"], default=None)
     args = parser.parse_args(argv)

@@ -1,6 +1,6 @@
 """Scaling report: the same APSP job on 1, 2, ... N workers; rows/s and a PNG plot.
 
-    python workflows/scaling_report.py tests/data/p2p-Gnutella31.txt --out bench/scaling
+    python workflows/scaling_report.py tests/data/p2p-Gnutella31.txt --out bench/results/scaling
 
 Uses one worker per GPU where GPUs are visible (``LocalCUDACluster`` on the first k
 GPUs), else k single-threaded CPU workers.  Each point is a whole job, Zarr writes
@@ -138,7 +138,7 @@ def plot(points, title, path, ceiling=None):
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("graph")
-    parser.add_argument("--out", default="bench/scaling")
+    parser.add_argument("--out", default="bench/results/scaling")
     parser.add_argument("--backend", default="auto", choices=["auto", "gpu", "cpu"])
     parser.add_argument("--workers", default=None,
                         help="comma-separated worker counts (default 1, 2, 4, ... all)")
