@@ -129,9 +129,13 @@ def paired(name: str, cmd, env, repeats: int, peer=None, job=False, expect_ok=Tr
                     f - b for f, b in zip(fixed, other_walls["baseline"]))}
         if before:
             before()
-        out = run(cmd[:len(MGAPSP)] + ["-v"] + cmd[len(MGAPSP):], env)[1]
+        wall_v, out = run(cmd[:len(MGAPSP)] + ["-v"] + cmd[len(MGAPSP):], env)
         m = FIXED.search(out)
         row["verbose"] = m.group(0).strip() if m else ""
+        told = re.match(r"fixed cost ([\d.]+) s beside the job's ([\d.]+) s", row["verbose"])
+        if told:
+            # what the -v line cannot see: the process's exit after its last step
+            row["after_command_s"] = wall_v - float(told.group(1)) - float(told.group(2))
     else:
         row["above_baseline_s"] = statistics.median(
             w - b for w, b in zip(walls, other_walls["baseline"]))
@@ -190,7 +194,8 @@ def markdown(meta: dict, rows: list[dict]) -> str:
                          f"**{r['fixed_above_baseline_s']:.2f} s** | {peer} |")
         lines += ["", "Where the fixed cost went (`-v`, one more run each):", ""]
         lines += [f"- {r['name']}: {r['verbose'].removeprefix('fixed cost ')}"
-                  for r in jobs]
+                  + (f"; then {r['after_command_s']:.2f} s to the process's exit"
+                     if "after_command_s" in r else "") for r in jobs]
         lines.append("")
     plain = [r for r in rows if "above_baseline_s" in r]
     if plain:
