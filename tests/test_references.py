@@ -227,3 +227,13 @@ def test_the_guide_lists_every_algorithm():
                 if x.startswith("- `--algorithm auto|"))
     listed = line.split("`")[1].removeprefix("--algorithm ").split("|")
     assert listed == ["auto", *algorithms.names()]
+
+
+def test_apsp_lists_every_algorithm():
+    """``apsp``'s docstring names the registered algorithms, no more, no fewer."""
+    from mgapsp import algorithms, api
+
+    line = next(x for x in api.apsp.__doc__.splitlines()
+                if x.strip().startswith("algorithm : {"))
+    listed = re.findall(r'"([\w-]+)"', line)
+    assert listed == ["auto", *algorithms.names()]
