@@ -54,7 +54,7 @@ sys.path.insert(0, str(ROOT))
 import mgapsp  # noqa: E402
 
 sys.path.insert(0, str(ROOT / "bench"))
-from user_bench import median_wall  # noqa: E402  (a warm-up, then the median)
+from timing import median_wall  # noqa: E402  (a warm-up, then the median)
 
 GRAPHS = {"rome99": "rome99.gr", "Austin": "Austin_net.tntp",
           "p2p-Gnutella09": "p2p-Gnutella09.txt", "NY": "NY.pace.gr.gz"}

@@ -52,7 +52,7 @@ from workflows.benchmark import gpu_time  # noqa: E402
 sys.path.insert(0, str(ROOT / "bench"))
 sys.path.insert(0, str(ROOT / "bench" / "peers"))
 import gpu_peers  # noqa: E402
-from user_bench import median_wall  # noqa: E402
+from timing import median_wall  # noqa: E402
 
 DATA = ROOT / "tests" / "data"
 ROWS: list[dict] = []

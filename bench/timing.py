@@ -20,3 +20,10 @@ def first_then_median(fn, repeats: int):
         out = fn()
         times.append(time.perf_counter() - t)
     return statistics.median(times), first, times, out
+
+
+def median_wall(fn, repeats: int):
+    """``(median seconds of `repeats` calls after a first one, the last result)``:
+    :func:`first_then_median` where the first call is only a warm-up."""
+    seconds, _first, _times, out = first_then_median(fn, repeats)
+    return seconds, out

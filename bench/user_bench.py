@@ -48,18 +48,11 @@ from mgapsp.backends import get_backend  # noqa: E402
 from mgapsp.graph import Graph  # noqa: E402
 from workflows.benchmark import gpu_time  # noqa: E402
 
+sys.path.insert(0, str(ROOT / "bench"))
+from timing import median_wall  # noqa: E402
+
 DATA = ROOT / "tests" / "data"
 ROWS: list[dict] = []
-
-
-def median_wall(fn, repeats: int) -> tuple[float, object]:
-    out = fn()
-    times = []
-    for _ in range(repeats):
-        t = time.perf_counter()
-        out = fn()
-        times.append(time.perf_counter() - t)
-    return statistics.median(times), out
 
 
 def kernel_time(graph: Graph, rows, algorithm: str, dtype, repeats: int):
