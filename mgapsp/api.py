@@ -293,7 +293,7 @@ def _in_process(graph: Graph, *, backend, algorithm, dtype, sources, targets, ba
         return plan_job(graph, algorithm=algorithm, backend=backend, dtype=dtype,
                         sources=sources, batch_size=batch_size, predecessors=predecessors,
                         n_workers=1, memory=impl.memory_available(), targets=targets,
-                        hierarchy_ready=ready, may_build=may_build)
+                        hierarchy_ready=ready, may_build=may_build, stored=False)
 
     plan = make_plan(may_build=True)
     if needs_hierarchy(plan.algorithm) and algorithm == "auto" and not ready:

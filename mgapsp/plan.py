@@ -285,12 +285,14 @@ def plan_job(graph: Graph, *, algorithm: str, backend: str, dtype: str, sources,
              batch_size: int | None, predecessors: bool, n_workers: int,
              memory: int, targets=None, hierarchy_ready: bool = False,
              may_build: bool = False, threads: int | None = None,
-             metrics=(), distances: bool = True) -> JobPlan:
+             metrics=(), distances: bool = True, stored: bool = True) -> JobPlan:
     """Resolve every choice of a job; raises before anything is written.
     ``hierarchy_ready``: the graph's contraction hierarchy is built; ``may_build``:
     the caller can build one (``auto`` may then pick phast).  ``threads``: the
     workers' threads together (CPU batches are cut for them: a worker may run one
-    batch per thread); default ``n_workers``."""
+    batch per thread); default ``n_workers``.  ``stored=False``: an answer in memory,
+    whose rows are one chunk each (no store's chunk size is read from the
+    configuration, which imports Dask)."""
     metrics = check_metrics(metrics)
     if not distances and not metrics:
         raise MgapspError("without the distances a job stores only its metrics: give "
@@ -362,10 +364,11 @@ def plan_job(graph: Graph, *, algorithm: str, backend: str, dtype: str, sources,
                     f"of {batch_size} sources on the {backend} backend")
             hint = "use a smaller --batch-size" if batch_size > 1 else ""
         raise InsufficientMemoryError(what, needed, memory, hint)
+    n_targets = graph.n if targets is None else len(targets)
     return JobPlan(algorithm=algorithm, backend=backend, dtype=dtype,
                    batch_size=batch_size, sources=sources, predecessors=predecessors,
-                   col_chunk=column_chunk(graph.n if targets is None else len(targets),
-                                          batch_size),
+                   col_chunk=(column_chunk(n_targets, batch_size) if stored
+                              else max(1, n_targets)),
                    targets=targets, cpu_algorithm=cpu_algorithm, dtype_reason=dtype_reason,
                    checked32=checked32, metrics=metrics, distances=bool(distances))
 
