@@ -154,7 +154,7 @@ def _plan(graph: Graph, sources, backend: str, algorithm: str, impl):
         return plan_job(graph, algorithm=algorithm, backend=backend, dtype="auto",
                         sources=sources, batch_size=None, predecessors=False,
                         n_workers=1, memory=impl.memory_available(),
-                        hierarchy_ready=ready, may_build=may_build)
+                        hierarchy_ready=ready, may_build=may_build, stored=False)
 
     plan = make(may_build=True)
     if needs_hierarchy(plan.algorithm) and algorithm == "auto" and not ready:

@@ -336,13 +336,14 @@ def test_verbose_run_says_where_its_fixed_cost_went(tmp_path):
 
 
 def test_an_answer_in_memory_imports_no_dask(tmp_path):
-    """Issue 52: ``apsp`` without ``out`` and SciPy's drop-ins compute in this process
-    without Dask, Distributed or Zarr (Dask's import was a tenth of a first call's
+    """Issue 52: ``apsp`` without ``out``, SciPy's drop-ins and the metrics compute in
+    this process without Dask, Distributed or Zarr (Dask's import was a tenth of a first call's
     cost, for a chunk size no store would use)."""
     code = ("import sys, mgapsp\n"
             f"g = mgapsp.read_graph({str(DATA / 'rome99.gr')!r})\n"
             "d = mgapsp.apsp(g, backend='cpu')\n"
             "mgapsp.dijkstra(g.to_scipy(), indices=[0, 1])\n"
+            "mgapsp.closeness_centrality(g)\n"
             "assert d.shape == (g.n, g.n)\n"
             "print(sorted({'dask', 'distributed', 'zarr'} & set(sys.modules)))\n")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
