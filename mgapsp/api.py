@@ -325,7 +325,7 @@ def _in_process(graph: Graph, *, backend, algorithm, dtype, sources, targets, ba
     potentials = impl.potentials(graph) if graph.has_negative_weights else None
     fill = impl.fill_rows_exact if plan.checked32 else impl.fill_rows
     wide = fill(graph, plan.sources, dist, pred, batch_size=plan.batch_size,
-                algorithm=plan.algorithm, potentials=potentials, columns=plan.targets,
+                algorithm=plan.spec, potentials=potentials, columns=plan.targets,
                 on_rows=lambda done: bar.update(done, done))
     dist = dist if wide is None else wide     # float64 where a batch failed its check
     return (dist, pred) if predecessors else dist

@@ -19,9 +19,9 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.sparse import csgraph as _scipy_csgraph
 
-from .algorithms import BELLMAN_FORD, DIJKSTRA, FLOYD_WARSHALL, JOHNSON
+from .algorithms import BELLMAN_FORD, DIJKSTRA, FLOYD_WARSHALL, JOHNSON, Algorithm
 from .backends import Backend, get_backend
-from .backends.cpu import find_negative_cycle
+from .backends.potentials import find_negative_cycle
 from .devices import gpu_count
 from .errors import (GraphFormatError, InsufficientMemoryError, MgapspError,
                      NegativeCycleError, UnsupportedError, quote)
@@ -32,8 +32,8 @@ __all__ = ["shortest_path", "dijkstra", "bellman_ford", "johnson", "floyd_warsha
 
 NULL_IDX = -9999                       # SciPy's "no predecessor"
 #: SciPy's method -> (mgapsp's algorithm, SciPy's function)
-_METHODS = {"FW": (FLOYD_WARSHALL.name, "floyd_warshall"), "D": (DIJKSTRA.name, "dijkstra"),
-            "BF": (BELLMAN_FORD.name, "bellman_ford"), "J": (JOHNSON.name, "johnson")}
+_METHODS = {"FW": (FLOYD_WARSHALL, "floyd_warshall"), "D": (DIJKSTRA, "dijkstra"),
+            "BF": (BELLMAN_FORD, "bellman_ford"), "J": (JOHNSON, "johnson")}
 Answer = np.ndarray | tuple            # distances, or (distances, predecessors[, sources])
 
 
@@ -284,7 +284,7 @@ def _solve(method: str, args: dict, kernels: bool = True) -> Answer:
         raise _negative_cycle(csgraph, method, directed, err) from err
 
 
-def _run(backend: Backend, graph: Graph, algorithm: str, sources: np.ndarray,
+def _run(backend: Backend, graph: Graph, algorithm: Algorithm, sources: np.ndarray,
          predecessors: bool) -> tuple[np.ndarray, np.ndarray | None]:
     """Rows ``sources`` from ``backend`` in float64, in batches that fit its memory;
     predecessors (-1 for none) when asked."""
@@ -301,7 +301,7 @@ def _run(backend: Backend, graph: Graph, algorithm: str, sources: np.ndarray,
                                              dtype=compute,
                                              predecessors=predecessors) > free:
         step = (step + 1) // 2
-    potentials = backend.potentials(graph) if algorithm == JOHNSON.name else None
+    potentials = backend.potentials(graph) if algorithm.potentials else None
     dist = np.empty((len(sources), graph.n), dtype=compute)
     pred = np.empty((len(sources), graph.n), dtype=np.int32) if predecessors else None
     fill = backend.fill_rows_exact if checked and compute == np.float32 else backend.fill_rows

@@ -122,7 +122,7 @@ def row_metrics(graph: Graph, sources=None, *, backend: str = "auto",
     plan = _plan(graph, sources, backend, algorithm, impl)
     potentials = impl.potentials(graph) if graph.has_negative_weights else None
     return impl.row_metrics(graph, plan.sources, batch_size=plan.batch_size,
-                            algorithm=plan.algorithm, dtype=np.dtype(plan.dtype),
+                            algorithm=plan.spec, dtype=np.dtype(plan.dtype),
                             checked32=plan.checked32, potentials=potentials,
                             histogram=histogram)
 
@@ -140,7 +140,7 @@ def ordered_harmonic(graph: Graph, sources, columns, *, backend: str = "auto",
     plan = _plan(graph, graph.labels[sources], impl.name, algorithm, impl)
     potentials = impl.potentials(graph) if graph.has_negative_weights else None
     return impl.ordered_harmonic(graph, plan.sources, columns, batch_size=plan.batch_size,
-                                 algorithm=plan.algorithm, dtype=np.dtype(plan.dtype),
+                                 algorithm=plan.spec, dtype=np.dtype(plan.dtype),
                                  checked32=plan.checked32, potentials=potentials)
 
 

@@ -6,7 +6,7 @@ that the choices can be checked against a store being resumed.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import math
 
@@ -79,6 +79,15 @@ class JobPlan:
     metrics: tuple = ()
     #: whether the rows themselves are stored (without: the metrics alone)
     distances: bool = True
+    #: ``algorithm`` resolved (and ``cpu_algorithm``'s): what the backends run, looked
+    #: up once, when the plan is made
+    spec: registry.Algorithm = field(init=False, repr=False, compare=False)
+    cpu_spec: registry.Algorithm | None = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self):
+        object.__setattr__(self, "spec", registry.get(self.algorithm))
+        object.__setattr__(self, "cpu_spec", None if self.cpu_algorithm is None
+                           else registry.get(self.cpu_algorithm))
 
     def n_targets(self, n: int) -> int:
         return n if self.targets is None else len(self.targets)

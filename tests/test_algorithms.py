@@ -26,7 +26,7 @@ def _hops(backend, graph, sources, *, dtype, predecessors, potentials, targets):
 @pytest.fixture
 def hops():
     spec = algorithms.register(algorithms.Algorithm(
-        "hops", "hop counts (a test's toy)", backends=("cpu",), entry={"cpu": _hops}))
+        "hops", "hop counts (a test's toy)", backends=("cpu",), code=algorithms.Code(run={"cpu": _hops})))
     yield spec
     algorithms.unregister("hops")
     assert "hops" not in algorithms.names()

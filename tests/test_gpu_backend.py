@@ -398,7 +398,8 @@ def test_johnson_negative_weights(backend, dtype):
     assert_matches(dist, reference(graph, sources), dtype)
     if dtype == F32:
         assert_predecessors(graph, sources, dist, np.concatenate(preds), dtype)
-    assert len(gpu._REWEIGHTED) == 1, "the reweighted graph is made once per potentials"
+    assert len(gpu.GPUBackend.cache("reweighted")) == 1, \
+        "the reweighted graph is made once per potentials"
     # without potentials the backend computes them itself
     res = backend.distances(graph, sources[:5], algorithm="johnson", dtype=dtype)
     assert_matches(res.distances, reference(graph, sources[:5]), dtype)

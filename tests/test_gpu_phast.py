@@ -8,7 +8,7 @@ import pytest
 from helpers import (assert_distances_equal, assert_predecessors, planar_graph,
                      scipy_distances)
 from mgapsp import hierarchy
-from mgapsp.backends import cpu_sweep
+from mgapsp.backends import phast as phast_room
 from mgapsp.cuda import phast
 from mgapsp.readers import read_graph
 
@@ -38,7 +38,7 @@ def test_random_planar_graphs(seed, batch, dtype):
         np.testing.assert_array_equal(got, ref)       # integer weights: exact
     else:
         assert_distances_equal(got, ref, dtype="float32")
-    np.testing.assert_array_equal(got, cpu_sweep.distances(h, src, dtype=dtype))
+    np.testing.assert_array_equal(got, phast_room.sweep(h, src, dtype=dtype))
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
@@ -105,7 +105,7 @@ def test_restricted_sweep(data_dir, name, dtype):
         assert got.shape == (70, k) and dist.dtype == np.dtype(dtype)
         np.testing.assert_array_equal(got, full[:, tgt])
         assert stats["relaxations"] == sweep.arcs * 70 < h.arcs * 70
-        np.testing.assert_array_equal(got, cpu_sweep.distances(h, src, dtype=dtype,
+        np.testing.assert_array_equal(got, phast_room.sweep(h, src, dtype=dtype,
                                                                targets=tgt))
     empty, _, _ = phast.phast_batch(dh, src, phast.sweep(h, []))
     assert empty.shape == (70, 0)
@@ -148,7 +148,7 @@ def test_predecessors_on_road_networks(data_dir, name, count, dtype):
     assert_distances_equal(dist, scipy_distances(graph, src), dtype=dtype)
     assert_predecessors(graph, src, dist, pred,
                         rtol=1e-12 if dtype == np.float64 else 1e-5)
-    cpu_dist, cpu_pred = cpu_sweep.distances(h, src, dtype=dtype, predecessors=True)
+    cpu_dist, cpu_pred = phast_room.sweep(h, src, dtype=dtype, predecessors=True)
     np.testing.assert_array_equal(dist, cpu_dist)
     np.testing.assert_array_equal(pred, cpu_pred)
 

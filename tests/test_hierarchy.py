@@ -8,7 +8,7 @@ import pytest
 from helpers import (assert_distances_equal, assert_predecessors, planar_graph,
                      scipy_distances)
 from mgapsp import hierarchy
-from mgapsp.backends import cpu_sweep
+from mgapsp.backends import phast as phast_room
 from mgapsp.errors import MgapspError, UnsupportedError
 from mgapsp.graph import Graph
 from mgapsp.readers import read_graph
@@ -52,7 +52,7 @@ def test_road_networks_match_scipy(data_dir, name, count):
     h = hierarchy.build(graph)
     assert_is_chordal_completion(h, graph)
     src = np.arange(graph.n) if count is None else spread(graph.n, count)
-    assert_distances_equal(cpu_sweep.distances(h, src), scipy_distances(graph, src))
+    assert_distances_equal(phast_room.sweep(h, src), scipy_distances(graph, src))
 
 
 @pytest.mark.slow
@@ -61,7 +61,7 @@ def test_ny_road_network_sample(data_dir):
     h = hierarchy.build(graph)
     assert h.arcs < 8 * graph.m and h.height < 2000, hierarchy.describe(h)
     src = spread(graph.n, 12)
-    got = cpu_sweep.distances(h, src)
+    got = phast_room.sweep(h, src)
     np.testing.assert_array_equal(got, scipy_distances(graph, src))   # integer weights
 
 
@@ -76,13 +76,13 @@ def test_random_planar_graphs(seed, integer):
     h = hierarchy.build(graph)
     assert_is_chordal_completion(h, graph)
     src = spread(graph.n, 64)
-    got = cpu_sweep.distances(h, src)
+    got = phast_room.sweep(h, src)
     ref = scipy_distances(graph, src)
     if integer:
         np.testing.assert_array_equal(got, ref)
     else:
         assert_distances_equal(got, ref)
-    got32 = cpu_sweep.distances(h, src, dtype=np.float32)
+    got32 = phast_room.sweep(h, src, dtype=np.float32)
     assert got32.dtype == np.float32
     assert_distances_equal(got32, ref, dtype="float32")
 
@@ -105,7 +105,7 @@ def test_restricted_sweep_matches_the_full_one(data_dir, name):
     h = hierarchy.build(graph)
     rng = np.random.default_rng(5)
     src = rng.choice(graph.n, 16, replace=False)
-    full = cpu_sweep.distances(h, src)
+    full = phast_room.sweep(h, src)
     for k in (1, 10, graph.n // 20):
         tgt = rng.choice(graph.n, k, replace=False)
         tgt = np.concatenate([tgt, tgt[:2]])                # repeats, any order
@@ -115,12 +115,12 @@ def test_restricted_sweep_matches_the_full_one(data_dir, name):
         ptr, ranks = h.levels(tgt)
         assert np.array_equal(np.sort(ranks), np.flatnonzero(mark))
         assert (np.diff(h.depth[ranks]) >= 0).all()         # root level first
-        np.testing.assert_array_equal(cpu_sweep.distances(h, src, targets=tgt),
+        np.testing.assert_array_equal(phast_room.sweep(h, src, targets=tgt),
                                       full[:, tgt])
-    every = cpu_sweep.distances(h, src[:3], targets=np.arange(graph.n))
+    every = phast_room.sweep(h, src[:3], targets=np.arange(graph.n))
     np.testing.assert_array_equal(every, full[:3])
-    assert cpu_sweep.distances(h, src, targets=[]).shape == (16, 0)
-    assert cpu_sweep.distances(h, [], targets=[0, 1]).shape == (0, 2)
+    assert phast_room.sweep(h, src, targets=[]).shape == (16, 0)
+    assert phast_room.sweep(h, [], targets=[0, 1]).shape == (0, 2)
 
 
 @pytest.mark.slow
@@ -129,7 +129,7 @@ def test_predecessors_on_road_networks(data_dir, name, count):
     graph = read_graph(data_dir / name)
     h = hierarchy.build(graph)
     src = np.arange(graph.n) if count is None else spread(graph.n, count)
-    dist, pred = cpu_sweep.distances(h, src, predecessors=True)
+    dist, pred = phast_room.sweep(h, src, predecessors=True)
     assert_distances_equal(dist, scipy_distances(graph, src))
     assert_predecessors(graph, src, dist, pred)
 
@@ -143,8 +143,8 @@ def test_predecessors_on_random_planar_graphs(seed):
                          integer=seed % 2 == 0, components=1 + seed % 3)
     h = hierarchy.build(graph)
     src = np.concatenate([rng.choice(graph.n, 40, replace=False), [0, 0]])
-    dist, pred = cpu_sweep.distances(h, src, predecessors=True)
-    np.testing.assert_array_equal(dist, cpu_sweep.distances(h, src))
+    dist, pred = phast_room.sweep(h, src, predecessors=True)
+    np.testing.assert_array_equal(dist, phast_room.sweep(h, src))
     assert_distances_equal(dist, scipy_distances(graph, src))
     assert_predecessors(graph, src, dist, pred)
 
@@ -156,20 +156,20 @@ def test_predecessors_need_positive_weights():
     loop = Graph.from_edges([0, 1, 1], [1, 2, 1], [1.0, 3.0, 0.0], n=3)
     hierarchy.check_predecessors(loop)        # a zero-weight self-loop is no path
     with pytest.raises(ValueError, match="every target"):
-        cpu_sweep.distances(hierarchy.build(loop), [0], targets=[2], predecessors=True)
+        phast_room.sweep(hierarchy.build(loop), [0], targets=[2], predecessors=True)
 
 
 def test_small_and_degenerate_graphs():
     one = Graph.from_edges([0], [0], [2.0], n=1)
-    assert cpu_sweep.distances(hierarchy.build(one), [0]).tolist() == [[0.0]]
+    assert phast_room.sweep(hierarchy.build(one), [0]).tolist() == [[0.0]]
     empty = Graph.from_edges([], [], [], n=5)
-    d = cpu_sweep.distances(hierarchy.build(empty), [0, 3])
+    d = phast_room.sweep(hierarchy.build(empty), [0, 3])
     assert d[0, 0] == 0 and d[1, 3] == 0 and np.isinf(d).sum() == 8
     # parallel edges keep their minimum, self-loops are ignored, zero weights count
     g = Graph.from_edges([0, 0, 1, 1, 2, 2], [1, 1, 1, 2, 0, 3], [5.0, 2.0, 1.0, 0.0, 4.0, 3.0], n=4)
-    assert_distances_equal(cpu_sweep.distances(hierarchy.build(g), np.arange(4)),
+    assert_distances_equal(phast_room.sweep(hierarchy.build(g), np.arange(4)),
                            scipy_distances(g, np.arange(4)))
-    assert cpu_sweep.distances(hierarchy.build(g), []).shape == (0, 4)
+    assert phast_room.sweep(hierarchy.build(g), []).shape == (0, 4)
 
 
 def test_negative_weights_are_refused():
@@ -297,7 +297,7 @@ def test_either_order_gives_scipys_distances(order, kind, data_dir):
         h = hierarchy.build(graph)
     assert_is_chordal_completion(h, graph)
     src = spread(graph.n, 48)
-    np.testing.assert_array_equal(cpu_sweep.distances(h, src), scipy_distances(graph, src))
+    np.testing.assert_array_equal(phast_room.sweep(h, src), scipy_distances(graph, src))
 
 
 def test_auto_orders_grids_by_nested_dissection_and_roads_by_minimum_degree(data_dir):

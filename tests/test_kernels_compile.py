@@ -122,8 +122,8 @@ def _module_level_imports(node):
 
 
 @pytest.mark.parametrize("module", sorted(
-    str(p.relative_to(REPO)) for p in (REPO / "mgapsp" / "cuda").glob("*.py"))
-    + ["mgapsp/backends/gpu.py"])
+    str(p.relative_to(REPO)) for folder in ("cuda", "backends")
+    for p in (REPO / "mgapsp" / folder).glob("*.py")))
 def test_no_cupy_at_import(module: str):
     """CuPy is imported inside functions only: importing creates no CUDA context."""
     tree = ast.parse((REPO / module).read_text(encoding="utf-8"))

@@ -10,7 +10,7 @@ import zarr
 import mgapsp
 from mgapsp import hierarchy
 from mgapsp.plan import road_like
-from mgapsp.backends import cpu_sweep
+from mgapsp.backends import phast as phast_room
 from mgapsp.backends import get_backend
 from mgapsp.errors import UnsupportedError
 from mgapsp.graph import Graph

@@ -15,7 +15,7 @@ import numpy as np
 
 from .. import algorithms as registry
 from ..cuda.fw_slab import SLAB_ALIGN  # slabs start at multiples of the pivot blocks
-from ..errors import Float32Inexact, UnsupportedError
+from ..errors import Float32Inexact
 from ..graph import Graph
 from ..reductions import (HISTOGRAM_BINS, REDUCTIONS, histogram_counts, lone_reductions,
                           metric_values, ordered_harmonic, row_reductions)
@@ -80,11 +80,6 @@ class Backend(ABC):
         """The algorithms this backend runs (:mod:`mgapsp.algorithms`)."""
         return registry.names(self.name)
 
-    def registered_entry(self, algorithm: str):
-        """The code a registered algorithm brings for this backend, or None (a built-in
-        algorithm: the backend's own)."""
-        return registry.get(algorithm).entry.get(self.name)
-
     def select_columns(self, block, columns: np.ndarray):
         """``block[:, columns]``, on the block's own device."""
         return block[:, columns]
@@ -99,14 +94,6 @@ class Backend(ABC):
         """Called on every worker as a job starts, before its store is made: a backend
         may start loading what its batches will need (``steps``: the job's sources
         times the graph's vertices and edges).  Returns at once."""
-
-    def floyd_warshall_slab(self, n: int, r0: int, r1: int, edges, dtype: np.dtype,
-                            exchange, bounds, info: dict) -> tuple:
-        """Rows ``r0:r1`` of a Floyd-Warshall matrix split in slabs across workers
-        (:mod:`mgapsp.jobs.fw_slabs`): ``edges`` are the rows' out-edges ``(indptr from
-        0, indices, weights)``, pivot rows pass through ``exchange``.  Returns
-        ``(rows, stats)``."""
-        raise UnsupportedError(f"the {self.name} backend has no Floyd-Warshall slabs")
 
     @abstractmethod
     def potentials(self, graph: Graph) -> np.ndarray:
@@ -123,7 +110,7 @@ class Backend(ABC):
         graph: Graph,
         sources: np.ndarray,
         *,
-        algorithm: str,
+        algorithm,
         dtype: np.dtype,
         predecessors: bool = False,
         potentials: np.ndarray | None = None,
@@ -132,7 +119,9 @@ class Backend(ABC):
     ) -> BatchResult:
         """Distances from each of ``sources`` (internal indices) to every vertex.
 
-        ``potentials`` is given for ``johnson`` (computed once per job).  With
+        ``algorithm``: a name or a spec (:class:`mgapsp.algorithms.Algorithm`), whose
+        room holds the code the backend runs.  ``potentials`` is given for
+        ``johnson`` (computed once per job).  With
         ``device=True`` a backend may return its blocks as arrays of its own device
         (the pipeline's writer stages them); NumPy arrays are always accepted.
         ``targets`` (internal indices): the only columns the caller keeps; an

@@ -1,12 +1,14 @@
-"""The GPU backend: batched Bellman-Ford, Crauser's parallel Dijkstra, Johnson, PHAST
-and dense Floyd-Warshall with CuPy.
+"""What every algorithm on a GPU shares: the graph resident on the device, the
+per-process caches of what the algorithms keep there, the device's memory, the checks
+of a batch, its timing and stream, the copies to the host and the reductions on the
+device.  Each algorithm's own code is in its room (:mod:`.frontier_sssp`,
+:mod:`.johnson`, :mod:`.floyd_warshall`, :mod:`.phast`).
 
-The graph stays resident on the device: each process keeps a small cache of uploaded
-CSRs keyed by (device, graph fingerprint, dtype), so the batches of one job upload
-the graph once; Johnson's reweighted copy is cached the same way, keyed also by a hash
-of the potentials (computed once per job).  Floyd-Warshall computes the whole matrix
-once per graph, keeps it on the device and answers every batch from it.  All kernel
-work goes through :mod:`mgapsp.cuda`; importing this module imports no CuPy.
+The graph stays resident: each process keeps a small cache of uploaded CSRs keyed by
+(device, graph fingerprint, dtype), so the batches of one job upload the graph once;
+an algorithm's own state (Johnson's reweighted copy, a hierarchy, a Floyd-Warshall
+matrix) is kept the same way (:meth:`GPUBackend.kept`).  All kernel work goes through
+:mod:`mgapsp.cuda`; importing this module imports no CuPy.
 """
 
 from __future__ import annotations
@@ -17,55 +19,44 @@ from collections import OrderedDict
 
 import numpy as np
 
-from .. import hierarchy
-from ..cuda import (bellman_ford, frontier, fw, fw_slab, host_copy, phast, reduce, sssp,
-                    staging)
+from .. import algorithms as registry
+from ..cuda import bellman_ford, host_copy, reduce, staging
 from ..cuda import device as gpu
 from ..cuda.staging import FRAME_GROUP_BYTES
 from ..errors import InsufficientMemoryError, UnsupportedError
 from ..graph import Graph
-from .. import algorithms as registry
 from ..reductions import histogram_counts, row_reductions
 from .base import Backend, BatchResult, check_exact32, largest_finite
 
-__all__ = ["GPUBackend", "clear_device_cache"]
+__all__ = ["GPUBackend", "array_key", "clear_device_cache", "csr_bytes", "float_dtype"]
 
+#: guards the caches: a worker's threads share them
 _LOCK = threading.RLock()
 #: (device, fingerprint, dtype) -> DeviceGraph, most recently used last
 _GRAPHS: "OrderedDict[tuple, gpu.DeviceGraph]" = OrderedDict()
 _MAX_GRAPHS = 4
-#: (device, fingerprint, dtype str) -> hierarchy on that device (phast)
-_HIERARCHIES: "OrderedDict[tuple, phast.DeviceHierarchy]" = OrderedDict()
-_MAX_HIERARCHIES = 2
-#: (device, fingerprint, targets hash) -> phast.Sweep restricted to those targets
-_SWEEPS: "OrderedDict[tuple, phast.Sweep]" = OrderedDict()
-#: (device, fingerprint, dtype) -> (dist, pred or None); one matrix at a time
-_FW: "OrderedDict[tuple, tuple]" = OrderedDict()
-_MAX_FW = 1
-#: (device, fingerprint, dtype, potentials hash) -> (reweighted DeviceGraph, h on device)
-_REWEIGHTED: "OrderedDict[tuple, tuple]" = OrderedDict()
-_MAX_REWEIGHTED = 2
+#: kind -> the algorithms' caches (:meth:`GPUBackend.kept`), keys (device,
+#: fingerprint, ...), most recently used last
+_KEPT: "dict[str, OrderedDict]" = {}
 
 
 def clear_device_cache() -> None:
-    """Forget every resident graph, reweighted copy, hierarchy and Floyd-Warshall
-    matrix of this process."""
+    """Forget every resident graph, and all the algorithms keep on the devices of this
+    process (reweighted copies, hierarchies, Floyd-Warshall matrices)."""
     with _LOCK:
         _GRAPHS.clear()
-        _FW.clear()
-        _REWEIGHTED.clear()
-        _HIERARCHIES.clear()
-        _SWEEPS.clear()
+        for cache in _KEPT.values():
+            cache.clear()
 
 
-def _float_dtype(dtype) -> np.dtype:
+def float_dtype(dtype) -> np.dtype:
     dt = np.dtype(dtype)
     if dt not in (np.dtype(np.float32), np.dtype(np.float64)):
         raise UnsupportedError(f"the gpu backend computes in float32 or float64, not {dt}")
     return dt
 
 
-def _csr_bytes(graph: Graph, dtype: np.dtype) -> int:
+def csr_bytes(graph: Graph, dtype: np.dtype) -> int:
     """The uploaded CSR plus its classified copy (rows for the round kernels: row
     ends, flagged targets, reordered weights, the sinks' in-edges), an upper bound."""
     n, m, w = graph.n, graph.m, dtype.itemsize
@@ -74,43 +65,20 @@ def _csr_bytes(graph: Graph, dtype: np.dtype) -> int:
     return plain + classified + n * w          # + the least out-weights (Dijkstra)
 
 
-def _array_key(a: np.ndarray, dtype: str) -> str:
+def array_key(a: np.ndarray, dtype: str) -> str:
+    """A key for the values of ``a`` (as ``dtype``): what a cache keyed by an array's
+    contents (potentials, targets) uses."""
     return hashlib.blake2b(np.ascontiguousarray(a, dtype=dtype).tobytes(),
                            digest_size=16).hexdigest()
-
-
-def _kept(cache: OrderedDict, key, make, limit: int):
-    """``cache[key]``, made by ``make()`` where missing (and published to the other
-    threads' streams); the least recently used beyond ``limit`` entries dropped."""
-    with _LOCK:
-        entry = cache.get(key)
-        if entry is None:
-            entry = cache[key] = gpu.publish(make())
-            while len(cache) > limit:
-                cache.popitem(last=False)
-        else:
-            cache.move_to_end(key)
-        return entry
 
 
 class GPUBackend(Backend):
     """Distance blocks on the current CUDA device (one device per process)."""
 
     name = "gpu"
+    staging = staging
 
     # -- checks ------------------------------------------------------------------------
-    def _check_algorithm(self, algorithm: str) -> str:
-        if not registry.get(algorithm).runs_on(self.name):     # unknown: get says so
-            raise UnsupportedError(
-                f"the gpu backend runs {', '.join(self.algorithms)}, not "
-                f"algorithm={algorithm!r}; use the cpu backend for it"
-            )
-        return algorithm
-
-    @staticmethod
-    def _check_weights(graph: Graph, algorithm: str) -> None:
-        registry.get(algorithm).check(graph)
-
     @staticmethod
     def _check_predecessors(dtype: np.dtype, predecessors: bool) -> None:
         if predecessors and dtype != np.float32:
@@ -135,13 +103,23 @@ class GPUBackend(Backend):
             )
         return src
 
-    def _ensure_memory(self, graph: Graph, needed: int, what: str, hint: str) -> None:
+    def _spec(self, graph: Graph, algorithm) -> registry.Algorithm:
+        spec = registry.resolve(algorithm)
+        if not spec.runs_on(self.name):
+            raise UnsupportedError(
+                f"the gpu backend does not run {spec.name}; it runs "
+                f"{', '.join(self.algorithms)}; use the cpu backend for it")
+        spec.check(graph)
+        return spec
+
+    def ensure_memory(self, graph: Graph, needed: int, what: str, hint: str) -> None:
+        """Refuse, with :class:`~mgapsp.errors.InsufficientMemoryError`, work that needs
+        more than the device has, after dropping what other graphs keep on it."""
         available = self.memory_available()
         if needed > available:
-            # make room: drop what other graphs keep on this device, then look again
             with _LOCK:
                 fp = graph.fingerprint
-                for cache in (_FW, _REWEIGHTED, _GRAPHS, _HIERARCHIES, _SWEEPS):
+                for cache in (_GRAPHS, *_KEPT.values()):
                     for key in [k for k in cache if k[1] != fp]:
                         del cache[key]
             gpu.release_pool()
@@ -149,12 +127,14 @@ class GPUBackend(Backend):
         if needed > available:
             raise InsufficientMemoryError(what, needed, available, hint=hint)
 
-    # -- resident graphs ---------------------------------------------------------------
-    def _resident(self, graph: Graph, dtype: np.dtype) -> bool:
+    # -- what stays on the device --------------------------------------------------------
+    def resident(self, graph: Graph, dtype: np.dtype) -> bool:
+        """Whether ``graph`` is on this device in ``dtype`` already."""
         with _LOCK:
             return (gpu.device_id(), graph.fingerprint, dtype.str) in _GRAPHS
 
-    def _device_graph(self, graph: Graph, dtype: np.dtype) -> "gpu.DeviceGraph":
+    def device_graph(self, graph: Graph, dtype: np.dtype) -> "gpu.DeviceGraph":
+        """``graph`` on this device in ``dtype``, uploaded once for a job's batches."""
         key = (gpu.device_id(), graph.fingerprint, dtype.str)
         with _LOCK:
             dg = _GRAPHS.get(key)
@@ -167,6 +147,49 @@ class GPUBackend(Backend):
                 _GRAPHS.popitem(last=False)
             return dg
 
+    def batch_graph(self, graph: Graph, spec, batch_size: int, dtype: np.dtype,
+                    predecessors: bool) -> "gpu.DeviceGraph":
+        """:meth:`device_graph`, once the device is known to hold a batch of
+        ``batch_size`` sources of ``spec`` beside it (:meth:`memory_needed`)."""
+        needed = self.memory_needed(graph, batch_size, algorithm=spec, dtype=dtype,
+                                    predecessors=predecessors)
+        if self.resident(graph, dtype):
+            needed -= csr_bytes(graph, dtype)
+        self.ensure_memory(graph, needed, f"a batch of {batch_size} sources on "
+                           f"{graph.n} vertices", hint="use a smaller --batch-size")
+        return self.device_graph(graph, dtype)
+
+    @staticmethod
+    def kept(kind: str, key: tuple, make, limit: int):
+        """What an algorithm keeps on the device: the ``kind`` cache's entry for ``key``
+        (``(device, fingerprint, ...)``), made by ``make()`` where missing and published
+        to the other threads' streams; the least recently used beyond ``limit``
+        entries dropped.  ``make`` returning None keeps nothing."""
+        with _LOCK:
+            cache = _KEPT.setdefault(kind, OrderedDict())
+            entry = cache.get(key)
+            if entry is not None:
+                cache.move_to_end(key)
+                return entry
+            entry = make()
+            if entry is not None:
+                entry = cache[key] = gpu.publish(entry)
+                while len(cache) > limit:
+                    cache.popitem(last=False)
+            return entry
+
+    @staticmethod
+    def cache(kind: str) -> OrderedDict:
+        """The ``kind`` cache itself, for an algorithm that manages its entries (hold
+        :meth:`lock` meanwhile)."""
+        with _LOCK:
+            return _KEPT.setdefault(kind, OrderedDict())
+
+    @staticmethod
+    def lock() -> threading.RLock:
+        """The lock of the caches."""
+        return _LOCK
+
     # -- Backend -----------------------------------------------------------------------
     def potentials(self, graph: Graph) -> np.ndarray:
         f64 = np.dtype(np.float64)
@@ -174,52 +197,48 @@ class GPUBackend(Backend):
             return np.zeros(graph.n, dtype=np.float64)
         # state and predecessor words, lane masks, queues, the cycle check
         needed = graph.n * (16 + 16) + min(12 * (graph.n + 1), bellman_ford.CHECK_BYTES)
-        if not self._resident(graph, f64):
-            needed += _csr_bytes(graph, f64)
-        self._ensure_memory(graph, needed, f"Johnson potentials on {graph.n} vertices",
-                            hint="use the cpu backend")
-        return bellman_ford.bellman_ford_potentials(self._device_graph(graph, f64))
+        if not self.resident(graph, f64):
+            needed += csr_bytes(graph, f64)
+        self.ensure_memory(graph, needed, f"Johnson potentials on {graph.n} vertices",
+                           hint="use the cpu backend")
+        return bellman_ford.bellman_ford_potentials(self.device_graph(graph, f64))
 
     def distances(
         self,
         graph: Graph,
         sources: np.ndarray,
         *,
-        algorithm: str,
+        algorithm,
         dtype: np.dtype,
         predecessors: bool = False,
         potentials: np.ndarray | None = None,
         device: bool = False,
         targets: np.ndarray | None = None,
     ) -> BatchResult:
-        """Distances from each of ``sources`` (internal indices) to every vertex.
+        """Distances from each of ``sources`` (internal indices) to every vertex, by
+        ``algorithm`` (a name or a spec; its room's code for this backend).
 
         With ``device=True`` the blocks stay on the device (CuPy arrays), for a writer
         that stages them to the host itself, and the calling thread's current stream
         becomes its own (:func:`mgapsp.cuda.device.use_thread_stream`); ``stats["gpu_s"]``
         is the device time of the batch (CUDA events).
 
-        ``algorithm`` is ``"bellman-ford"``, ``"dijkstra"`` (Crauser's parallel
-        Dijkstra; non-negative weights), ``"johnson"`` or ``"floyd-warshall"``;
         ``dtype`` float32 or float64; predecessors need float32.  ``potentials``
-        (johnson): the job's potentials; computed here when None.  ``targets``:
-        ``phast`` sweeps only what they need and returns only them (RPHAST).
+        (johnson): the job's potentials; computed here when None.  ``targets``: an
+        algorithm that gains by it (``phast``) returns only those columns.
         """
-        self._check_algorithm(algorithm)
-        self._check_weights(graph, algorithm)
-        entry = self.registered_entry(algorithm)
-        if entry is not None:
-            return entry(self, graph, sources, dtype=dtype, predecessors=predecessors,
-                         potentials=potentials, targets=targets)
-        dt = _float_dtype(dtype)
+        spec = self._spec(graph, algorithm)
+        run = spec.implementation().run.get(self.name)
+        if run is None:
+            raise UnsupportedError(f"{spec.name} brings no code for the gpu backend")
+        dt = float_dtype(dtype)
         self._check_predecessors(dt, predecessors)
         src = self._check_sources(graph, sources)
-        n, B = graph.n, len(src)
-        if B == 0:
+        if len(src) == 0:
             return BatchResult(
-                distances=np.empty((0, n), dtype=dt),
-                predecessors=np.empty((0, n), dtype=np.int32) if predecessors else None,
-                stats={"algorithm": algorithm, "backend": self.name, "rounds": 0,
+                distances=np.empty((0, graph.n), dtype=dt),
+                predecessors=np.empty((0, graph.n), dtype=np.int32) if predecessors else None,
+                stats={"algorithm": spec.name, "backend": self.name, "rounds": 0,
                        "relaxations": 0},
             )
         if device:
@@ -228,117 +247,14 @@ class GPUBackend(Backend):
             # worker's other thread runs its batch
             gpu.use_thread_stream()
         timer = staging.GPUTimer().start()
-        if algorithm == registry.FLOYD_WARSHALL.name:
-            result = self._floyd_warshall(graph, src, dt, predecessors)
-        elif algorithm == registry.PHAST.name:
-            result = self._phast(graph, src, dt, targets, predecessors)
-        else:
-            result = self._batched(graph, src, dt, predecessors, algorithm, potentials)
-        result.stats["gpu_s"] = timer.stop()
+        result = run(self, graph, src, dtype=dt, predecessors=predecessors,
+                     potentials=potentials, targets=targets)
+        result.stats = {"algorithm": spec.name, "backend": self.name,
+                        **(result.stats or {}), "gpu_s": timer.stop()}
         if not device:
             result.distances = gpu.to_host(result.distances)
             result.predecessors = gpu.to_host(result.predecessors)
         return result
-
-    def _batched(self, graph, src, dt, predecessors, algorithm, potentials) -> BatchResult:
-        B = len(src)
-        needed = self.memory_needed(graph, B, algorithm=algorithm, dtype=dt,
-                                    predecessors=predecessors)
-        if self._resident(graph, dt):
-            needed -= _csr_bytes(graph, dt)
-        self._ensure_memory(graph, needed, f"a batch of {B} sources on {graph.n} vertices",
-                            hint="use a smaller --batch-size")
-        dg = self._device_graph(graph, dt)
-        if algorithm == registry.BELLMAN_FORD.name:
-            dist, pred, stats = bellman_ford.bellman_ford_batch(dg, src, dt, predecessors)
-        elif algorithm == registry.DIJKSTRA.name:
-            dist, pred, stats = sssp.dijkstra_batch(dg, src, dt, predecessors)
-        else:
-            d_rw, h = self._reweighted(graph, dg, dt, potentials)
-            dist, pred, stats = sssp.johnson_batch(d_rw, src, h, dt, predecessors)
-        stats = {"algorithm": algorithm, "backend": self.name, **stats}
-        return BatchResult(distances=dist, predecessors=pred, stats=stats)
-
-    def _phast(self, graph: Graph, src: np.ndarray, dt: np.dtype, targets,
-               predecessors: bool) -> BatchResult:
-        if predecessors:
-            if targets is not None:
-                raise ValueError("predecessors need every target")
-            hierarchy.check_predecessors(graph)
-        h = hierarchy.for_graph(graph)
-        key = (gpu.device_id(), graph.fingerprint, dt.str)
-        with _LOCK:
-            dh = _HIERARCHIES.get(key)
-        needed = phast.batch_bytes(graph.n, len(src), dt, predecessors)
-        if dh is None:
-            needed += phast.device_bytes(h.n, h.arcs, dt)
-        self._ensure_memory(graph, needed, f"a batch of {len(src)} sources on "
-                            f"{graph.n} vertices", hint="use a smaller --batch-size")
-        dh = _kept(_HIERARCHIES, key, lambda: phast.upload(h, dt), _MAX_HIERARCHIES)
-        sweep = None
-        if targets is not None:     # RPHAST: one sweep for the job's batches
-            t = np.ascontiguousarray(targets, dtype=np.int64)
-            sweep = _kept(_SWEEPS, (key[0], h.fingerprint, _array_key(t, "<i8")),
-                          lambda: phast.sweep(h, t), _MAX_HIERARCHIES)
-        dist, pred, stats = phast.phast_batch(dh, src, sweep, predecessors)
-        return BatchResult(distances=dist, predecessors=pred, targets_only=sweep is not None,
-                           stats={"algorithm": registry.PHAST.name, "backend": self.name, **stats})
-
-    def _reweighted(self, graph: Graph, dg, dt: np.dtype, potentials):
-        """Johnson's reweighted device graph and the potentials on the device, cached
-        per (device, graph, dtype, potentials)."""
-        if potentials is None:
-            potentials = self.potentials(graph)
-        h = np.ascontiguousarray(potentials, dtype=np.float64)
-        if h.shape != (graph.n,):
-            raise ValueError(f"potentials must have shape ({graph.n},), got {h.shape}")
-        key = (gpu.device_id(), graph.fingerprint, dt.str, _array_key(h, "<f8"))
-        with _LOCK:
-            entry = _REWEIGHTED.get(key)
-            if entry is not None:
-                _REWEIGHTED.move_to_end(key)
-                return entry
-            if not h.any() and not graph.has_negative_weights:
-                entry = (dg, h)                 # nothing to reweight
-            else:
-                entry = gpu.publish((sssp.reweight(dg, h), gpu.to_device(h)))
-            _REWEIGHTED[key] = entry
-            while len(_REWEIGHTED) > _MAX_REWEIGHTED:
-                _REWEIGHTED.popitem(last=False)
-            return entry
-
-    def _floyd_warshall(self, graph, src, dt, predecessors) -> BatchResult:
-        dev = gpu.device_id()
-        key = (dev, graph.fingerprint, dt.str)
-        with _LOCK:
-            entry = _FW.get(key)
-            if entry is not None and predecessors and entry[1] is None:
-                entry = None           # cached without predecessors: compute again
-                del _FW[key]
-            cached = entry is not None
-            if entry is None:
-                needed = self.memory_needed(graph, len(src), algorithm=registry.FLOYD_WARSHALL.name,
-                                            dtype=dt, predecessors=predecessors)
-                if self._resident(graph, dt):
-                    needed -= _csr_bytes(graph, dt)
-                _FW.clear()            # the old matrix goes before the new one comes
-                self._ensure_memory(
-                    graph, needed, f"the {graph.n} x {graph.n} Floyd-Warshall matrix",
-                    hint="use algorithm bellman-ford or the cpu backend",
-                )
-                dg = self._device_graph(graph, dt)
-                D, P, _ = fw.floyd_warshall(dg, dt, predecessors)
-                entry = gpu.publish((D, P))
-                _FW[key] = entry
-                while len(_FW) > _MAX_FW:
-                    _FW.popitem(last=False)
-            D, P = entry
-            dist = gpu.take_rows(D, src, host=False)
-            pred = gpu.take_rows(P, src, host=False) if predecessors else None
-        stats = {"algorithm": registry.FLOYD_WARSHALL.name, "backend": self.name,
-                 "rounds": 0 if cached else graph.n,
-                 "relaxations": 0 if cached else graph.n ** 3, "cached": cached}
-        return BatchResult(distances=dist, predecessors=pred, stats=stats)
 
     def fill_rows(self, graph, sources, dist, pred=None, *, batch_size, algorithm,
                   potentials=None, columns=None, on_rows=None, checked32=False) -> None:
@@ -346,9 +262,8 @@ class GPUBackend(Backend):
         buffers while the next batch computes (:mod:`mgapsp.cuda.host_copy`).  A
         batch's check (``checked32``) is read one batch later, so that the device
         never waits for it."""
-        self._check_algorithm(algorithm)         # before the output is touched
-        self._check_weights(graph, algorithm)
-        self._check_predecessors(_float_dtype(dist.dtype), pred is not None)
+        spec = self._spec(graph, algorithm)           # before the output is touched
+        self._check_predecessors(float_dtype(dist.dtype), pred is not None)
         checks: list = []       # (first row, the batch's largest distance on the device)
         with gpu.caller_stream(), host_copy.HostCopier(dist, pred) as copier:
             for lo in range(0, len(sources), batch_size):
@@ -358,7 +273,7 @@ class GPUBackend(Backend):
                 copier.wait(backlog=1)
                 if checks:
                     check_exact32(float(checks[0][1]), checks.pop(0)[0])
-                res = self.distances(graph, sources[lo:hi], algorithm=algorithm,
+                res = self.distances(graph, sources[lo:hi], algorithm=spec,
                                      dtype=dist.dtype, predecessors=pred is not None,
                                      potentials=potentials, device=True, targets=columns)
                 block = self.columns(res, columns)
@@ -409,70 +324,29 @@ class GPUBackend(Backend):
             return gpu.largest_finite(block)
         return largest_finite(block)
 
-    staging = staging
-
     def select_columns(self, block, columns: np.ndarray):
         return staging.select_columns(block, columns)
-
-    @staticmethod
-    def fw_methods(dtype, weights, n: int) -> list:
-        """The Floyd-Warshall methods to try for a slab job, best first."""
-        return fw_slab.plan_methods(dtype, weights, n)
-
-    def floyd_warshall_slab(self, n, r0, r1, edges, dtype, exchange, bounds, info):
-        cupy = gpu.cupy_module()
-        with cupy.cuda.Stream(non_blocking=True) as stream:
-            timer = staging.GPUTimer().start()
-            dist, stats = fw_slab.floyd_warshall_rows(
-                n, r0, r1, *edges, dtype, exchange, bounds, methods=info["methods"],
-                wmax=info["wmax"], nonneg=info["nonneg"], name=info["name"])
-            stats["gpu_s"] = timer.stop()
-            stream.synchronize()
-        return dist, stats
 
     def memory_available(self) -> int:
         """Free bytes on the current device plus what CuPy's memory pool holds free."""
         return gpu.memory_available()
 
-    def memory_needed(self, graph: Graph, batch_size: int, *, algorithm: str,
+    def memory_needed(self, graph: Graph, batch_size: int, *, algorithm,
                       dtype: np.dtype, predecessors: bool, fw_rows: int | None = None) -> int:
         """Bytes one batch of ``batch_size`` sources needs on the device, the graph's
         CSR included (an upper bound)."""
-        self._check_algorithm(algorithm)
-        dt = _float_dtype(dtype)
+        spec = registry.resolve(algorithm)
+        if not spec.runs_on(self.name):
+            raise UnsupportedError(f"the gpu backend does not run {spec.name}; it runs "
+                                   f"{', '.join(self.algorithms)}")
+        dt = float_dtype(dtype)
         n, B = graph.n, int(batch_size)
         out = dt.itemsize + (4 if predecessors else 0)   # per (source, vertex) output
         # the graph, and the writer's scratch: it compresses a batch's chunks on the
         # device, FRAME_GROUP_BYTES at a time (a shuffled copy, LZ4 output, frames)
-        fixed = _csr_bytes(graph, dt) + 3 * min(FRAME_GROUP_BYTES, B * n * out)
-        if algorithm == registry.PHAST.name:
-            # the hierarchy (arcs not known before it is built: a road network has
-            # a few per edge), the rank-major state and the output block
-            arcs = 8 * (graph.m + n)
-            return (fixed + phast.device_bytes(n, arcs, dt)
-                    + phast.batch_bytes(n, B, dt, predecessors))
-        if algorithm == registry.FLOYD_WARSHALL.name:
-            if fw_rows is not None:
-                # an integer (or the float) slab, its float copy, the pivot panels,
-                # the transposed column panel, the slab's edges
-                return (fixed + (2 * fw_rows + 3 * 256) * n * dt.itemsize + 256 * fw_rows * 8
-                        + graph.m * 24)
-            matrix = n * n * dt.itemsize * (3 if predecessors else 2)
-            return fixed + matrix + graph.m * 4 + B * n * out + B * 8
-        # the batched kernels: state words (see kernels/bellman_ford.cu), per-chunk
-        # lane masks and queues, the (B, n) output, the sources and their row map
-        _G, C, Bp = frontier.chunking(B)
-        negative = graph.has_negative_weights
-        items = n * C
-        if algorithm == registry.BELLMAN_FORD.name:
-            mode = frontier.state_mode(dt, predecessors or negative)
-            work = 4 * items * 4 + 8 * 32                    # 2 mask arrays, 2 queues
-            if negative:                                      # predecessor-cycle check
-                work += min(B * (n + 1) * 12, bellman_ford.CHECK_BYTES) + 4 * items
-        else:
-            mode = frontier.state_mode(dt, predecessors)
-            work = 4 * items + 2 * 8 * Bp + 64               # fringe masks, thresholds
-            if algorithm == registry.JOHNSON.name:
-                work += graph.m * (dt.itemsize + 2 * 8) + n * 8   # reweighted copy, h
-        state = frontier.state_bytes(n, B, mode)
-        return fixed + state + work + B * n * out + B * 16
+        fixed = csr_bytes(graph, dt) + 3 * min(FRAME_GROUP_BYTES, B * n * out)
+        memory = spec.implementation().memory.get(self.name)
+        if memory is None:      # the output block
+            return fixed + B * n * out
+        return fixed + memory(graph, B, dtype=dt, predecessors=predecessors,
+                              fw_rows=fw_rows)

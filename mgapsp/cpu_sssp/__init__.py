@@ -142,7 +142,7 @@ def bellman_ford_rows(indptr, indices, weights, sources, out, pred=None, *,
 def phast_rows(h, sources, out, *, targets=None, parallel: bool = True) -> None:
     """PHAST from each of ``sources`` (vertex indices) over the hierarchy ``h``, into
     ``out`` (float32 or float64, ``(len(sources), n)``, or ``(len(sources),
-    len(targets))``); sums in ``out``'s dtype, as :mod:`mgapsp.backends.cpu_sweep`
+    len(targets))``); sums in ``out``'s dtype, as :mod:`mgapsp.backends.phast`
     makes them, so both give the same bits."""
     dtype = out.dtype
     if out.dtype not in (np.float32, np.float64) or not out.flags.c_contiguous:

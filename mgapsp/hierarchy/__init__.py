@@ -34,8 +34,8 @@ need every edge weight positive.
 Weights must be non-negative (a hierarchy of a graph with negative weights would need
 its potentials first: use ``johnson``).
 The package: :mod:`.model` (the :class:`Hierarchy` and phast's rules), :mod:`.construct`
-(the build), :mod:`.storage` (files and this process's memory).  The CPU sweep is the
-CPU backend's (:mod:`mgapsp.backends.cpu_sweep`); whether a graph looks like a road
+(the build), :mod:`.storage` (files and this process's memory).  The sweeps are
+PHAST's room (:mod:`mgapsp.backends.phast`); whether a graph looks like a road
 network is the planner's (:func:`mgapsp.plan.road_like`).
 """
 

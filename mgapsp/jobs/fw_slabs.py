@@ -35,7 +35,7 @@ import time
 import numpy as np
 
 from .. import config
-from ..backends import get_backend
+from ..backends import floyd_warshall, get_backend
 from ..errors import MgapspError
 from ..plan import slab_bounds
 from .tasks import job_store, drop_slabs, keep_slab, worker_name
@@ -330,9 +330,7 @@ def job_info(graph, dtype: str, backend: str) -> dict:
     info = {"n": graph.n, "name": graph.name, "nonneg": not graph.has_negative_weights,
             "wmax": float(np.abs(graph.weights).max()) if graph.m else 0.0, "methods": None}
     if backend == "gpu":
-        from ..backends.gpu import GPUBackend
-
-        info["methods"] = GPUBackend.fw_methods(dtype, graph.weights, graph.n)
+        info["methods"] = floyd_warshall.slab_methods(dtype, graph.weights, graph.n)
     _INFO.clear()
     _INFO[key] = info
     return info
@@ -375,8 +373,8 @@ def fw_rank(store_path: str, fingerprint: str, run: str, prefix: str, rank: int,
             times["connect_s"] = time.perf_counter() - t1
         else:
             exchange = DaskExchange(prefix, rank, size)
-        dist, stats = get_backend(backend).floyd_warshall_slab(n, r0, r1, edges, dt, exchange,
-                                                               bounds, info)
+        dist, stats = floyd_warshall.slab_rows(get_backend(backend), n, r0, r1, edges, dt,
+                                               exchange, bounds, info)
     except PeerFailedError:
         raise
     except BaseException:
