@@ -9,7 +9,7 @@ import tempfile
 import numpy as np
 
 from . import hierarchy
-from .algorithms import needs_hierarchy
+from .algorithms import BUILT_IN, needs_hierarchy
 from .backends import get_backend
 from .devices import gpu_count
 from .errors import InsufficientMemoryError, MgapspError, UnsupportedError, quote
@@ -49,7 +49,7 @@ def apsp(graph, *, out=None, algorithm: str = "auto", backend: str = "auto",
         Zarr store to fill, by a Dask job (on ``client`` or an embedded cluster),
         returned as a :class:`~mgapsp.Result`.  Omitted: a NumPy array, computed in
         this process (or, with ``client``, on its workers through a temporary store).
-    algorithm : {"auto", "bellman-ford", "dijkstra", "johnson", "floyd-warshall", "phast"}
+    algorithm : {"auto", <ALGORITHMS>}
         ``phast``: a contraction hierarchy built once per graph, then one sweep per
         batch (road networks; non-negative weights, positive ones for predecessors);
         ``auto`` picks it on the GPU once the graph's hierarchy is built.
@@ -149,6 +149,10 @@ def apsp(graph, *, out=None, algorithm: str = "auto", backend: str = "auto",
     return _into_store(g, out, client, backend, ProgressBar(enabled=progress), options,
                        resume=resume, overwrite=overwrite, compression=compression,
                        shards=shards, metrics=metrics, distances=distances)
+
+
+# the registry's algorithms, as they are when mgapsp is imported
+apsp.__doc__ = apsp.__doc__.replace("<ALGORITHMS>", ", ".join(f'"{a}"' for a in BUILT_IN))
 
 
 def _array(g: Graph, client, backend: str, progress: bool, options: dict):
