@@ -24,7 +24,7 @@ import time
 import cupy as cp
 import numpy as np
 
-from mgapsp.cuda import fw
+from mgapsp.cuda import floyd_warshall as fw
 
 
 def make_input(n: int, seed: int = 1):

@@ -11,10 +11,10 @@ import numpy as np
 from . import hierarchy
 from .algorithms import BUILT_IN, needs_hierarchy
 from .backends import get_backend
-from .devices import gpu_count
+from .gpu_count import gpu_count
 from .errors import InsufficientMemoryError, MgapspError, UnsupportedError, quote
 from .graph import Graph
-from .jobs.progress import ProgressBar
+from .progress import ProgressBar
 from .memory import available_memory
 from .plan import choose_dtype, plan_job, small_job
 from .readers import as_graph

@@ -234,7 +234,7 @@ def run(graph, out, fmt, directed, unweighted, weight_column, algorithm, backend
     from .jobs.cluster import connect, one_process, tls_security
     from .jobs.dashboard import page_link
     from .jobs.driver import run_job
-    from .jobs.progress import ProgressBar
+    from .progress import ProgressBar
 
     _imported()
     clock.lap("imports")

@@ -22,7 +22,7 @@ from scipy.sparse import csgraph as _scipy_csgraph
 from .algorithms import BELLMAN_FORD, DIJKSTRA, FLOYD_WARSHALL, JOHNSON, Algorithm
 from .backends import Backend, get_backend
 from .backends.potentials import find_negative_cycle
-from .devices import gpu_count
+from .gpu_count import gpu_count
 from .errors import (GraphFormatError, InsufficientMemoryError, MgapspError,
                      NegativeCycleError, UnsupportedError, quote)
 from .graph import Graph

@@ -75,7 +75,7 @@ def _int_lengths(G, g: Graph, weight) -> bool:
         return g.integral_weights
     if weight is None:
         return True
-    from .readers.objects import networkx_weight
+    from .readers.in_memory import networkx_weight
 
     get = networkx_weight(G, weight)
     return all(isinstance(x, (int, np.integer)) and not isinstance(x, bool)

@@ -462,7 +462,7 @@ def _is_dtype(value) -> bool:
 
 def fw_by_slabs(algorithm: str, backend: str, predecessors: bool, sources: np.ndarray,
                 n: int) -> bool:
-    """Whether a job runs Floyd-Warshall as slabs across its workers (mgapsp.jobs.fw_slabs):
+    """Whether a job runs Floyd-Warshall as slabs across its workers (mgapsp.jobs.floyd_warshall_slabs):
     every row in order, no predecessors, one kind of worker."""
     return (algorithm == FLOYD_WARSHALL.name and not predecessors and backend in ("cpu", "gpu")
             and len(sources) == n and bool((sources == np.arange(n)).all()))

@@ -10,7 +10,7 @@ import pytest
 #: the modules of the functions users call: apsp, the SciPy drop-ins, mgapsp.open and
 #: Result, read_graph, as_graph, the network metrics
 PUBLIC = ["mgapsp.api", "mgapsp.csgraph", "mgapsp.results", "mgapsp.readers",
-          "mgapsp.readers.objects", "mgapsp.metrics"]
+          "mgapsp.readers.in_memory", "mgapsp.metrics"]
 
 
 @pytest.mark.parametrize("name", PUBLIC)

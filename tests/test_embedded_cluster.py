@@ -19,15 +19,15 @@ from mgapsp.jobs.driver import run_job
 
 
 def test_one_process_only_where_one_worker_is_all_there_is(monkeypatch):
-    import mgapsp.devices
+    import mgapsp.gpu_count
 
-    monkeypatch.setattr(mgapsp.devices, "gpu_count", lambda: 1)
+    monkeypatch.setattr(mgapsp.gpu_count, "gpu_count", lambda: 1)
     assert one_process("gpu")
     assert one_process("gpu", gpus="0")
     assert not one_process("gpu", gpus="1")          # another device: its own process
     assert not one_process("gpu", n_workers=2)
     assert not one_process("gpu", cpu_workers=1)
-    monkeypatch.setattr(mgapsp.devices, "gpu_count", lambda: 2)
+    monkeypatch.setattr(mgapsp.gpu_count, "gpu_count", lambda: 2)
     assert not one_process("gpu")
     assert one_process("cpu", small=True)
     assert not one_process("cpu", small=True, n_workers=3)

@@ -1,4 +1,4 @@
-"""Floyd-Warshall across workers (mgapsp/jobs/fw_slabs.py): slabs of rows, pivot rows
+"""Floyd-Warshall across workers (mgapsp/jobs/floyd_warshall_slabs.py): slabs of rows, pivot rows
 exchanged each round, on real Dask clusters with real Zarr stores.
 
 CPU workers exchange through Dask (CI); the ``gpu`` tests run the kernels' slab modes
@@ -15,7 +15,7 @@ import zarr
 
 import mgapsp
 from mgapsp import plan
-from mgapsp.jobs import fw_slabs as fw_dist
+from mgapsp.jobs import floyd_warshall_slabs as fw_dist
 from mgapsp.errors import MgapspError
 from mgapsp.graph import Graph
 from mgapsp.jobs.driver import run_job
@@ -246,7 +246,8 @@ def test_gpu_slab_kernels_of_one_rank_equal_the_dense_ones(monkeypatch, method, 
     apart) against the one-device launches, scratch poisoned, odd sizes."""
     import cupy
 
-    from mgapsp.cuda import fw, fw_slab
+    from mgapsp.cuda import floyd_warshall as fw
+    from mgapsp.cuda import floyd_warshall_rows as fw_slab
 
     monkeypatch.setattr(fw, "POISON_SCRATCH", True)
     rng = np.random.default_rng(n)

@@ -16,7 +16,7 @@ import pytest
 from scipy.sparse import csgraph
 
 from mgapsp import read_graph
-from mgapsp.cuda import fw
+from mgapsp.cuda import floyd_warshall as fw
 from mgapsp.cuda.device import upload_graph
 from mgapsp.errors import NegativeCycleError
 from mgapsp.graph import Graph

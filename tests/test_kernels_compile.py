@@ -137,7 +137,7 @@ def test_choose_method():
     GPU; moved here from the gpu-marked tests/test_gpu_floyd_warshall.py)."""
     import numpy as np
 
-    from mgapsp.cuda import fw
+    from mgapsp.cuda import floyd_warshall as fw
 
     F32, F64 = np.dtype(np.float32), np.dtype(np.float64)
     ints = np.array([0.0, 3.0, 7.0])

@@ -61,7 +61,7 @@ def test_modules_use_only_public_names_of_each_other(path):
 
 #: the modules each "only ..." contract lets import its package (its title names them),
 #: and the single imports it lets through
-ONLY = {"cupy": (["mgapsp.cuda"], ["mgapsp.jobs.fw_slabs -> cupy", "mgapsp.devices -> cupy"]),
+ONLY = {"cupy": (["mgapsp.cuda"], ["mgapsp.jobs.floyd_warshall_slabs -> cupy", "mgapsp.gpu_count -> cupy"]),
         "networkx": (["mgapsp.nxbackend"], [])}
 
 

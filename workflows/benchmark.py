@@ -29,7 +29,7 @@ from scipy.sparse import csgraph
 import mgapsp
 from mgapsp import hierarchy
 from mgapsp.cuda import bellman_ford, device, frontier, phast, sssp
-from mgapsp.cuda import fw as FW
+from mgapsp.cuda import floyd_warshall as FW
 from mgapsp.graph import Graph
 
 DATA = Path(__file__).resolve().parent.parent / "tests" / "data"

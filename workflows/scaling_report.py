@@ -33,7 +33,7 @@ import mgapsp
 from mgapsp import config
 from mgapsp.api import resolve_backend
 from mgapsp.algorithms import names as algorithm_names
-from mgapsp.devices import gpu_count
+from mgapsp.gpu_count import gpu_count
 from mgapsp.jobs.cluster import connect
 from mgapsp.jobs.driver import run_job
 from mgapsp.store.writer import store_threads, write_threads

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import algorithms as registry
-from ..cuda.fw_slab import SLAB_ALIGN  # slabs start at multiples of the pivot blocks
+from ..cuda.floyd_warshall_rows import SLAB_ALIGN  # slabs start at multiples of the pivot blocks
 from ..errors import Float32Inexact
 from ..graph import Graph
 from ..reductions import (HISTOGRAM_BINS, REDUCTIONS, histogram_counts, lone_reductions,
@@ -275,5 +275,5 @@ class Backend(ABC):
                       dtype: np.dtype, predecessors: bool, fw_rows: int | None = None) -> int:
         """Bytes one batch of ``batch_size`` sources needs on the device.
 
-        ``fw_rows``: Floyd-Warshall on a slab of that many rows (``mgapsp.jobs.fw_slabs``)
+        ``fw_rows``: Floyd-Warshall on a slab of that many rows (``mgapsp.jobs.floyd_warshall_slabs``)
         instead of the whole matrix."""

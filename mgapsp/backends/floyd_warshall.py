@@ -1,8 +1,8 @@
 """Floyd-Warshall: the whole distance matrix at once, for dense graphs.
 
 On one device the matrix is computed once per graph, kept, and every batch is its rows
-(SciPy's on the CPU; the tiled kernels of :mod:`mgapsp.cuda.fw` on the GPU).  A job on
-several workers splits it in slabs of rows (:mod:`mgapsp.jobs.fw_slabs`), each
+(SciPy's on the CPU; the tiled kernels of :mod:`mgapsp.cuda.floyd_warshall` on the GPU).  A job on
+several workers splits it in slabs of rows (:mod:`mgapsp.jobs.floyd_warshall_slabs`), each
 worker's slab closed against pivot rows broadcast by their owner: :func:`slab_rows`.
 """
 
@@ -14,7 +14,8 @@ from scipy.sparse import csgraph
 from .. import algorithms as registry
 from ..algorithms import Code
 from ..cuda import device as gpu
-from ..cuda import fw, fw_slab, staging
+from ..cuda import floyd_warshall as fw
+from ..cuda import floyd_warshall_rows, staging
 from ..errors import InsufficientMemoryError, UnsupportedError
 from .base import SLAB_ALIGN, BatchResult
 from .cpu import scipy_batch
@@ -102,7 +103,7 @@ FLOYD_WARSHALL = Code(run={"cpu": _cpu, "gpu": _gpu},
 # -- slabs of rows across workers --------------------------------------------------------
 def slab_methods(dtype, weights, n: int) -> list:
     """The GPU's Floyd-Warshall methods to try for a slab job, best first."""
-    return fw_slab.plan_methods(dtype, weights, n)
+    return floyd_warshall_rows.plan_methods(dtype, weights, n)
 
 
 def slab_rows(backend, n: int, r0: int, r1: int, edges, dtype, exchange, bounds,
@@ -117,7 +118,7 @@ def slab_rows(backend, n: int, r0: int, r1: int, edges, dtype, exchange, bounds,
     cupy = gpu.cupy_module()
     with cupy.cuda.Stream(non_blocking=True) as stream:
         timer = staging.GPUTimer().start()
-        dist, stats = fw_slab.floyd_warshall_rows(
+        dist, stats = floyd_warshall_rows.floyd_warshall_rows(
             n, r0, r1, *edges, dtype, exchange, bounds, methods=info["methods"],
             wmax=info["wmax"], nonneg=info["nonneg"], name=info["name"])
         stats["gpu_s"] = timer.stop()

@@ -8,8 +8,9 @@ Importing it imports no CuPy and creates no CUDA context; kernels compile at fir
   Johnson potentials
 - :mod:`.sssp`: Crauser-style Dijkstra and Johnson batches
 - :mod:`.phast`: PHAST, a hierarchy's up walks and down sweep for a batch of sources
-- :mod:`.fw`: tiled Floyd-Warshall (DPX), whole matrices and slabs
-- :mod:`.fw_slab`: Floyd-Warshall across devices, a slab of rows per rank
+- :mod:`.floyd_warshall`: tiled Floyd-Warshall (DPX) on a whole matrix, and the
+  kernels the slabs share
+- :mod:`.floyd_warshall_rows`: Floyd-Warshall across devices, a slab of rows per rank
 - :mod:`.reduce`: per-row reductions of a block on its device (closeness, eccentricity)
 - :mod:`.planes` and :mod:`.blosc`: a block's chunks encoded on the GPU (the
   ``mgapsp.planes`` format, Blosc LZ4 frames)

@@ -2,9 +2,8 @@
 
 - :mod:`.driver`: :func:`.driver.run_job`, the client side of a job
 - :mod:`.tasks`: the batch task and what a worker keeps between batches
-- :mod:`.fw_slabs`: Floyd-Warshall split in row slabs across workers
+- :mod:`.floyd_warshall_slabs`: Floyd-Warshall split in row slabs across workers
 - :mod:`.report`: :class:`.report.JobReport`
-- :mod:`.progress`: the progress line of a job (rows done, rows/s, time left)
 - :mod:`.dashboard`: the job page's scheduler plugin, and the driver's reports to it
 - :mod:`.jobstate`: the scheduler's record of the jobs (batches, workers, rows/s)
 - :mod:`.jobpage`: the job page, ``/mgapsp`` on the dashboard (Bokeh)

@@ -255,7 +255,7 @@ def one_process(backend: str, *, gpus: str | None = None, n_workers: int | None 
     if cpu_workers or (n_workers or 1) != 1:
         return False
     if backend == "gpu":
-        from ..devices import gpu_count
+        from ..gpu_count import gpu_count
 
         return gpu_count() == 1 and (gpus is None or parse_gpus(gpus) == "0")
     return small or multicore()

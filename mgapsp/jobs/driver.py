@@ -33,7 +33,7 @@ from ..graph import Graph
 from ..plan import float64_after, fw_by_slabs, owner_of_rows, plan_job
 from ..store import (Store, StoreLock, check_target, damaged_batches, location, new_run_id,
                      store_size)
-from . import fw_slabs
+from . import floyd_warshall_slabs as slabs
 from .cluster import ConfigPlugin
 from .dashboard import reporting
 from .report import JobReport
@@ -374,7 +374,7 @@ class _Job:
         """Floyd-Warshall as one slab of rows per worker; a slab's batches then go to
         the worker holding its rows (if it is lost, the watchdog ends the job: its rows
         are gone, and --resume remakes them)."""
-        bounds, ranks = fw_slabs.run_slabs(self.client, self.store, self.req.graph,
+        bounds, ranks = slabs.run_slabs(self.client, self.store, self.req.graph,
                                            self.plan, sorted(self.workers), self.token,
                                            report)
         self.slab_rows = {ranks[k]: f"{lo}:{hi}" for k, (lo, hi) in enumerate(bounds)}

@@ -53,7 +53,7 @@ class JobReport:
     #: what each batch's task returned (rows, seconds computing, loading the run's
     #: inputs, writing, marking, the worker...), in the order they finished
     batches: list = field(default_factory=list)
-    #: a distributed Floyd-Warshall (mgapsp.jobs.fw_slabs): ranks, exchange, method,
+    #: a distributed Floyd-Warshall (mgapsp.jobs.floyd_warshall_slabs): ranks, exchange, method,
     #: seconds (its wall time), exchanged_bytes; empty otherwise
     floyd_warshall: dict = field(default_factory=dict)
     #: seconds before the batches: the workers probed, the job planned, the store

@@ -23,7 +23,7 @@ from ..algorithms import needs_hierarchy
 from ..backends import BatchResult, get_backend
 from ..backends.base import check_exact32
 from ..reductions import HISTOGRAM_BINS, lone_reductions, metric_values
-from ..devices import gpu_count
+from ..gpu_count import gpu_count
 from ..errors import MgapspError
 from ..graph import Graph
 from ..store import Store, is_url, location
@@ -37,7 +37,7 @@ _RUNS: dict[tuple[str, str, str], "_Run"] = {}
 _GRAPHS: dict[str, Graph] = {}
 _SLOTS: list[threading.BoundedSemaphore] = []
 #: (fingerprint, dtype str) -> (r0, r1, rows r0:r1 of the distance matrix): this
-#: process's slab of a Floyd-Warshall run across workers (mgapsp.jobs.fw_slabs)
+#: process's slab of a Floyd-Warshall run across workers (mgapsp.jobs.floyd_warshall_slabs)
 _SLABS: dict[tuple[str, str], tuple[int, int, object]] = {}
 
 
@@ -140,7 +140,7 @@ def run_batch(store_path: str, fingerprint: str, run: str, batch: int, start: in
     ``run`` names the run (:func:`mgapsp.jobs.driver.run_job`'s token).  With
     ``backend="hybrid"`` the worker uses its GPU when it has one, else the CPU backend
     with ``cpu_algorithm``.  With ``slab`` the rows come from this worker's slab of a
-    Floyd-Warshall run across workers (:mod:`mgapsp.jobs.fw_slabs`).  With
+    Floyd-Warshall run across workers (:mod:`mgapsp.jobs.floyd_warshall_slabs`).  With
     ``checked32`` (a float32 plan's ``checked32``) a batch whose largest distance
     reaches 2**24 raises :class:`~mgapsp.errors.Float32Inexact` before it writes.
     """

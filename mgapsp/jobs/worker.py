@@ -12,7 +12,7 @@ from __future__ import annotations
 import sys
 
 from .. import config
-from ..devices import gpu_count
+from ..gpu_count import gpu_count
 
 
 

@@ -31,7 +31,7 @@ from ..errors import GraphFormatError, UnsupportedError, quote
 from ..graph import Graph
 from .edgelists import read_csv, read_dimacs, read_pace, read_snap, read_tsv
 from .matrices import read_mtx, read_tsplib
-from .objects import as_graph
+from .in_memory import as_graph
 from .lines import TextLines
 from .text import FORMATS, ReadOptions, detect_format, resolve_format
 from .tntp import read_tntp

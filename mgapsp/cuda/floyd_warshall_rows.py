@@ -1,9 +1,10 @@
 """Floyd-Warshall across devices: each rank owns a slab of rows of the matrix.
 
-Per pivot block the rank owning those rows closes them and broadcasts them through the
-job's exchange (:mod:`mgapsp.jobs.fw_slabs`); every rank then updates its own rows
-against them with the kernels of :mod:`.fw`.  Slab boundaries are multiples of
-:data:`mgapsp.backends.SLAB_ALIGN` (every method's pivot block divides it).
+Per pivot block the rank owning those rows closes them and broadcasts them through
+the job's exchange (:mod:`mgapsp.jobs.floyd_warshall_slabs`); every rank then updates
+its own rows against them with the kernels of :mod:`.floyd_warshall`.  Slab
+boundaries are multiples of :data:`mgapsp.backends.SLAB_ALIGN` (every method's pivot
+block divides it).
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import time
 import numpy as np
 
 from ..errors import UnsupportedError
-from . import fw
+from . import floyd_warshall as fw
 
 #: slab boundaries are multiples of this (every method's pivot block divides it)
 SLAB_ALIGN = 256

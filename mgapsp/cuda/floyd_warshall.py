@@ -36,7 +36,7 @@ equally short paths the one with fewer edges wins, which keeps every row of P a
 tree.  After the run P is -1 wherever there is no path (integers: above ``INF // 2``).
 
 One module of about 500 lines: the kernel configurations, the blocked driver and the
-methods' fallbacks share their private tables; the slab form is :mod:`.fw_slab`.
+methods' fallbacks share their private tables; the slab form is :mod:`.floyd_warshall_rows`.
 """
 
 from __future__ import annotations
