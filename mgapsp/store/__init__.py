@@ -3,6 +3,7 @@
 - :mod:`.layout`: :class:`Store`, the arrays and attributes, resume checks, records
 - :mod:`.writer`: whole chunks and shards written by a pool of threads
 - :mod:`.files`: chunk and shard files as Zarr reads them, written whole or not at all
+- :mod:`.atomic`: files put in their place whole (a partial file, renamed)
 - :mod:`.lock`: one run per store (a lock beside it, the run's id inside it)
 - :mod:`.places`: what is at a store's place, and whether a run may write there
 - :mod:`.planes`: the ``mgapsp.planes`` chunk format, a Zarr codec

@@ -2,7 +2,7 @@
 
 :class:`ChunkLayout` reads an array's codecs once and says how its chunk bytes are made
 and where they go; a chunk file is written beside its place and renamed there
-(:func:`write_file_atomic`); a shard (Zarr's ``sharding_indexed``, index and CRC-32C at its
+(:func:`~mgapsp.store.atomic.write_file_atomic`); a shard (Zarr's ``sharding_indexed``, index and CRC-32C at its
 end) is a row of chunks written in pieces by several threads, then its identity
 (:class:`ShardIdentity`), its index, then renamed into place (:class:`_ShardFile`).  This relies on ``zarr.core`` (buffers,
 metadata encoding), so ``pyproject.toml`` pins Zarr to the tested minor version.
@@ -11,7 +11,6 @@ metadata encoding), so ``pyproject.toml`` pins Zarr to the tested minor version.
 from __future__ import annotations
 
 import os
-import uuid
 from concurrent.futures import Future
 from pathlib import Path
 from typing import Callable
@@ -19,12 +18,11 @@ from typing import Callable
 import numpy as np
 import zarr
 
+from .atomic import commit, discard, open_partial, pwrite, write_file_atomic
 from .objects import bucket_of
 from .planes import PlanesCodec, encode_bytes, special_word
 
 _SHUFFLE = {"noshuffle": 0, "shuffle": 1, "bitshuffle": 2}
-#: the suffix of a file being written, renamed into place once whole
-PARTIAL = ".partial"
 
 
 class ChunkLayout:
@@ -152,7 +150,7 @@ class ChunkLayout:
     def put_key(self, coords: tuple, data, guard=None) -> int:
         """Store the stored bytes of the chunk at ``coords`` (a buffer, or a list of
         buffers to join) under its key; ``guard()`` is called right before the file is
-        put in place (see :func:`write_file_atomic`)."""
+        put in place (see :func:`~mgapsp.store.atomic.write_file_atomic`)."""
         key = self.key(coords)
         if self.root is not None:
             return write_file_atomic(self.root / key, data, guard)
@@ -238,82 +236,6 @@ def _crc32c_value():
     return _CRC_LIB[0]
 
 
-def write_file_atomic(path: Path, data, guard=None) -> int:
-    """``data`` (a buffer, or a list of buffers written one after another) into the file
-    ``path`` as a whole: written beside it, then renamed, ``guard()`` (which may raise
-    to refuse the file) called just before."""
-    tmp, fd = _open_partial(path, guard)
-    try:
-        n = 0
-        for part in (data if isinstance(data, list) else [data]):
-            n += _pwrite(fd, part, n, tmp)
-        if guard is not None:
-            guard()
-    except BaseException:
-        _discard(tmp, fd)
-        raise
-    _commit(tmp, fd, path)
-    return n
-
-
-def _open_partial(path: Path, guard=None) -> tuple[Path, int]:
-    """A new file beside ``path``, to be renamed there once whole, open for writing
-    (the directory made if need be, once ``guard()`` says the store is still there):
-    its path and descriptor."""
-    tmp = path.with_name(f"{path.name}.{uuid.uuid4().hex}{PARTIAL}")
-    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
-    try:
-        try:
-            return tmp, os.open(tmp, flags, 0o666)
-        except FileNotFoundError:       # the chunk's directory is new
-            if guard is not None:       # or the store was deleted: not made again
-                guard()
-            path.parent.mkdir(parents=True, exist_ok=True)
-            return tmp, os.open(tmp, flags, 0o666)
-    except OSError as exc:
-        raise _named(exc, tmp) from None
-
-
-def _commit(tmp: Path, fd: int, path: Path) -> None:
-    """Close the partial file ``tmp`` (open as ``fd``) and rename it to ``path``; it is
-    removed if that fails."""
-    try:
-        os.close(fd)
-        os.replace(tmp, path)
-    except BaseException as exc:
-        tmp.unlink(missing_ok=True)
-        if isinstance(exc, OSError):
-            raise _named(exc, path) from None
-        raise
-
-
-def _discard(tmp: Path, fd: int) -> None:
-    """Close and remove the partial file ``tmp`` (open as ``fd``)."""
-    os.close(fd)
-    tmp.unlink(missing_ok=True)
-
-
-def _named(exc: OSError, path) -> OSError:
-    """``exc`` with the file it concerns named (a full disk names none by itself)."""
-    if path is not None and exc.filename is None and exc.errno is not None:
-        return type(exc)(exc.errno, exc.strerror, str(path))
-    return exc
-
-
-def _pwrite(fd: int, data, offset: int, path=None) -> int:
-    """All of ``data`` into the file ``fd`` (at ``path``) at ``offset``; returns its
-    bytes."""
-    view = memoryview(data).cast("B")
-    n = len(view)
-    try:
-        while view:
-            done = os.pwrite(fd, view, offset)
-            view, offset = view[done:], offset + done
-    except OSError as exc:
-        raise _named(exc, path) from None
-    return n
-
-
 #: a shard's index gives this offset and size for a chunk it does not hold
 NO_CHUNK = 2**64 - 1
 
@@ -391,7 +313,7 @@ class _ShardFile:
         self.parts: list[tuple[int, bytes]] = []
         if lay.root is not None:
             self.path = lay.root / self.key
-            self.tmp, self.fd = _open_partial(self.path, guard)
+            self.tmp, self.fd = open_partial(self.path, guard)
 
     def place(self, k: int, sizes) -> int:
         """Room for chunks ``k, k + 1, ..`` of ``sizes`` bytes after those placed
@@ -407,7 +329,7 @@ class _ShardFile:
     def write(self, offset: int, data) -> int:
         """Put ``data`` at ``offset``; threads may write disjoint ranges at once."""
         if self.fd is not None:
-            return _pwrite(self.fd, data, offset, self.tmp)
+            return pwrite(self.fd, data, offset, self.tmp)
         part = bytes(memoryview(data).cast("B"))
         self.parts.append((offset, part))
         return len(part)
@@ -428,18 +350,18 @@ class _ShardFile:
                 self.guard()
             self.lay.store_set(self.key, whole)
             return len(whole)
-        _pwrite(self.fd, tail, self.end, self.tmp)
+        pwrite(self.fd, tail, self.end, self.tmp)
         if self.guard is not None:
             self.guard()    # raising here leaves the file to abort()
         fd, self.fd = self.fd, None
-        _commit(self.tmp, fd, self.path)
+        commit(self.tmp, fd, self.path)
         return self.end + len(tail)
 
     def abort(self) -> None:
         """Drop the shard's file (nothing was put in its place)."""
         if self.fd is not None:
             fd, self.fd = self.fd, None
-            _discard(self.tmp, fd)
+            discard(self.tmp, fd)
 
 
 class ChunkFiles:

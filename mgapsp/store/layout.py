@@ -628,7 +628,7 @@ class Store:
 
     def remove_partials(self) -> int:
         """Remove files that writers left half written (a killed worker's); the count."""
-        from .files import PARTIAL
+        from .atomic import PARTIAL
 
         if is_url(self.path):
             return 0            # an object is put whole or not at all: none is partial
