@@ -510,7 +510,7 @@ class _Store(click.Path):
         super().__init__(exists=True, file_okay=False)
 
     def convert(self, value, param, ctx):
-        from .store import is_url
+        from .store.place import is_url
 
         return value if is_url(value) else super().convert(value, param, ctx)
 

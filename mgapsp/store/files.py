@@ -1,8 +1,8 @@
 """Chunk and shard files as Zarr v3 reads them, written whole or not at all.
 
 :class:`ChunkLayout` reads an array's codecs once and says how its chunk bytes are made
-and where they go; a chunk file is written beside its place and renamed there
-(:func:`~mgapsp.store.atomic.write_file_atomic`); a shard (Zarr's ``sharding_indexed``, index and CRC-32C at its
+and where they go; a chunk file is put whole by the store's place
+(:meth:`~mgapsp.store.place.Place.put`); a shard (Zarr's ``sharding_indexed``, index and CRC-32C at its
 end) is a row of chunks written in pieces by several threads, then its identity
 (:class:`ShardIdentity`), its index, then renamed into place (:class:`_ShardFile`).  This relies on ``zarr.core`` (buffers,
 metadata encoding), so ``pyproject.toml`` pins Zarr to the tested minor version.
@@ -12,14 +12,13 @@ from __future__ import annotations
 
 import os
 from concurrent.futures import Future
-from pathlib import Path
 from typing import Callable
 
 import numpy as np
 import zarr
 
-from .atomic import commit, discard, open_partial, pwrite, write_file_atomic
-from .objects import bucket_of
+from .atomic import commit, discard, open_partial, pwrite
+from .place import place_of_zarr
 from .planes import PlanesCodec, encode_bytes, special_word
 
 _SHUFFLE = {"noshuffle": 0, "shuffle": 1, "bitshuffle": 2}
@@ -78,8 +77,6 @@ class ChunkLayout:
                 if (cname == "lz4" and shuffle == "bitshuffle" and int(c.blocksize) == 0
                         and c.typesize in (None, item)):
                     self.gpu_codec = ("blosc", int(c.clevel))
-        from zarr.storage import LocalStore
-
         self.arr = arr
         #: what each shard of this array says it belongs to (stores made before shards
         #: carried one: None)
@@ -90,10 +87,12 @@ class ChunkLayout:
         self.record = (record if self.shard is None and self.crc and isinstance(record, str)
                        else None)
         self._record_layout: ChunkLayout | None = None
-        store = arr.store_path.store
-        self.root = Path(store.root) if isinstance(store, LocalStore) else None
-        #: the store's objects, where it is in object storage (:mod:`.objects`)
-        self.objects = bucket_of(store)
+        #: where the store lives (:mod:`.place`), where this module writes and reads
+        #: its files itself; None for another kind of Zarr store (a memory store)
+        self.place = place_of_zarr(arr.store_path.store)
+        #: the store's folder, where a shard's file is written in pieces by several
+        #: threads; None where files are put whole
+        self.root = self.place.folder if self.place is not None else None
         self.chunks = arr.chunks        # a shard's inner chunks, where sharded
         self.fill = arr.fill_value
         self.dtype = np.dtype(arr.dtype)
@@ -102,7 +101,7 @@ class ChunkLayout:
     def stored_whole(self) -> bool:
         """Whether its chunks (shards) are files or objects this module writes and
         reads itself (else only Zarr knows them)."""
-        return self.root is not None or self.objects is not None
+        return self.place is not None
 
     def encode(self, tile: np.ndarray):
         """A whole chunk's stored bytes."""
@@ -150,29 +149,25 @@ class ChunkLayout:
     def put_key(self, coords: tuple, data, guard=None) -> int:
         """Store the stored bytes of the chunk at ``coords`` (a buffer, or a list of
         buffers to join) under its key; ``guard()`` is called right before the file is
-        put in place (see :func:`~mgapsp.store.atomic.write_file_atomic`)."""
-        key = self.key(coords)
-        if self.root is not None:
-            return write_file_atomic(self.root / key, data, guard)
+        put in place (see :meth:`put_whole`)."""
+        return self.put_whole(self.key(coords), data, guard)
+
+    def put_whole(self, key: str, data, guard=None) -> int:
+        """``data`` (a buffer, or a list of buffers to join) under ``key``, whole, by
+        the store's place (:meth:`~mgapsp.store.place.Place.put`); in another kind of
+        store through Zarr.  Its bytes."""
+        if self.place is not None:
+            return self.place.put(key, data, guard)
+        from zarr.core.buffer import default_buffer_prototype
+        from zarr.core.sync import sync
+
         if guard is not None:
             guard()
         if isinstance(data, list):
             data = b"".join(bytes(memoryview(d).cast("B")) for d in data)
-        self.store_set(key, data)
-        return len(data)
-
-    def store_set(self, key: str, data) -> None:
-        """``data`` under ``key``, through the store (not a local one): in object
-        storage one PUT from this thread (not through Zarr's event loop, which one
-        thread runs for the whole process)."""
-        if self.objects is not None:
-            self.objects.put(key, data)
-            return
-        from zarr.core.buffer import default_buffer_prototype
-        from zarr.core.sync import sync
-
         store = self.arr.store_path.store
         sync(store.set(key, default_buffer_prototype().buffer.from_bytes(bytes(data))))
+        return len(data)
 
 
 class _Planes:
@@ -346,10 +341,7 @@ class _ShardFile:
             for offset, data in self.parts:
                 whole[offset:offset + len(data)] = data
             whole[self.end:] = tail
-            if self.guard is not None:
-                self.guard()
-            self.lay.store_set(self.key, whole)
-            return len(whole)
+            return self.lay.put_whole(self.key, whole, self.guard)
         pwrite(self.fd, tail, self.end, self.tmp)
         if self.guard is not None:
             self.guard()    # raising here leaves the file to abort()

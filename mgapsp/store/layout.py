@@ -27,10 +27,8 @@ import datetime as _dt
 import functools
 import importlib.metadata
 import os
-import shutil
 import socket
 import uuid
-from pathlib import Path
 
 import numpy as np
 import zarr
@@ -41,8 +39,9 @@ from ..graph import Graph
 from ..plan import JobPlan
 from ..reductions import HISTOGRAM_BINS, DistanceHistogram, distance_histogram
 from . import digests
-from .objects import bucket, is_url, raise_if_unreachable
-from .places import check_target, store_state
+from .objects import raise_if_unreachable
+from .place import place_of
+from .places import check_target
 from .planes import PlanesCodec
 
 __all__ = ["Store", "FORMAT_VERSION", "compression_for", "package_versions", "prepare_path"]
@@ -105,22 +104,8 @@ def prepare_path(path, *, overwrite: bool, run_id: str = "") -> None:
     mgapsp store there with ``overwrite``."""
     if check_target(path, overwrite=overwrite) in ("absent", "empty"):
         return
-    if is_url(path):
-        # no rename in object storage: the root's zarr.json goes first, so that a
-        # worker of the old run finds no store to write into (its guard reads it)
-        b = bucket(path)
-        b.delete(["zarr.json"])
-        b.delete([m.key for m in b.list()])
-        return
     # an mgapsp store, or the empty folders left of one deleted while it was written
-    # moved aside first, so that a worker of the old run finds no store to write into
-    aside = f"{os.path.abspath(path)}.deleting-{run_id or uuid.uuid4().hex[:12]}"
-    try:
-        os.rename(path, aside)
-        shutil.rmtree(aside)
-    except OSError as exc:
-        raise StoreError(f"{exc.filename or path}: cannot remove the old store: "
-                         f"{exc.strerror or exc}") from None
+    place_of(path).remove(run_id)
 
 
 def _now() -> str:
@@ -143,7 +128,8 @@ class Store:
     def open(cls, path, mode: str = "r") -> "Store":
         """Open an existing store, checking that it is one of ours and whole."""
         path = os.fspath(path)
-        state = store_state(path)
+        place = place_of(path)
+        state = place.state()
         if state == "absent":
             raise StoreError(f"{path}: no such store")
         if state == "foreign":
@@ -158,7 +144,7 @@ class Store:
         try:
             # each array's own zarr.json, never the consolidated copy that a complete
             # store keeps for xarray: an array removed or damaged since is seen
-            group = zarr.open_group(_zarr_place(path, read_only=mode == "r"), mode=mode,
+            group = zarr.open_group(place.zarr_store(read_only=mode == "r"), mode=mode,
                                     use_consolidated=False)
         except Exception as exc:  # zarr raises several types for unreadable metadata
             raise StoreError(f"{path}: cannot open as a Zarr group: {_clip(exc)}") from exc
@@ -212,9 +198,7 @@ class Store:
 
     @classmethod
     def exists(cls, path) -> bool:
-        if is_url(path):
-            return bucket(path).head("zarr.json") is not None
-        return os.path.exists(os.path.join(os.fspath(path), "zarr.json"))
+        return place_of(path).exists("zarr.json")
 
     @classmethod
     def create(cls, path, graph: Graph, plan: JobPlan, *, overwrite: bool = False,
@@ -232,12 +216,13 @@ class Store:
         # disk leaves half made is still recognisably ours (--overwrite replaces it)
         marker = {"format_version": FORMAT_VERSION, "fingerprint": graph.fingerprint,
                   "state": "creating", "run": _run_record(run_id)}
+        place = place_of(path)
         try:
-            group = zarr.open_group(_zarr_place(path), mode="w-", attributes=marker)
+            group = zarr.open_group(place.zarr_store(), mode="w-", attributes=marker)
             cls._fill(group, graph, plan, potentials, compression, shards, run_id)
         except BaseException as exc:
             # nothing is left of a store that could not be made
-            _remove(path)
+            place.discard()
             if isinstance(exc, OSError):
                 raise StoreError(f"{exc.filename or path}: cannot create the store: "
                                  f"{exc.strerror or exc}") from None
@@ -602,8 +587,8 @@ class Store:
 
             lay = ChunkLayout(self.array("batch_done"))
             for b in batches:
-                if lay.root is not None:
-                    (lay.root / lay.key((int(b),))).unlink(missing_ok=True)
+                if lay.place is not None:       # no flag's chunk: the fill value, 0
+                    lay.place.delete(lay.key((int(b),)))
                 else:
                     self.array("batch_done")[int(b)] = 0
         else:
@@ -628,35 +613,13 @@ class Store:
 
     def remove_partials(self) -> int:
         """Remove files that writers left half written (a killed worker's); the count."""
-        from .atomic import PARTIAL
-
-        if is_url(self.path):
-            return 0            # an object is put whole or not at all: none is partial
-        n = 0
-        for f in Path(self.path).rglob(f"*{PARTIAL}"):
-            try:
-                f.unlink()
-                n += 1
-            except FileNotFoundError:
-                pass
-        return n
+        return place_of(self.path).remove_partials()
 
     def refuse_links(self) -> None:
-        """Refuse a local store with a symbolic link anywhere inside it: a run that
-        writes into it would write wherever the link leads (a batch's folder linked
-        out of the store, say).  Nothing is followed while looking."""
-        if is_url(self.path):
-            return
-        folders = [self.path]
-        while folders:
-            with os.scandir(folders.pop()) as entries:
-                for entry in entries:
-                    if entry.is_symlink():
-                        raise StoreError(f"{entry.path} is a symbolic link inside the "
-                                         "store; a run would write through it, so none "
-                                         "does (move it away, or --overwrite)")
-                    if entry.is_dir(follow_symlinks=False):
-                        folders.append(entry.path)
+        """Refuse a store with a symbolic link anywhere inside it: a run that writes
+        into it would write wherever the link leads (a batch's folder linked out of
+        the store, say)."""
+        place_of(self.path).refuse_links()
 
     def consolidate(self) -> None:
         """The arrays' metadata in the root's ``zarr.json``, where
@@ -725,25 +688,4 @@ def _write_array(group, name, data, dims):
 
 def store_size(path) -> int:
     """Bytes the store takes on disk (or in object storage)."""
-    if is_url(path):
-        return sum(m.size for m in bucket(path).list())
-    return sum(f.stat().st_size for f in Path(path).rglob("*") if f.is_file())
-
-
-def _zarr_place(path, read_only: bool = False):
-    """What Zarr opens for the store at ``path``: the path, or for a URL the store of
-    its objects."""
-    return bucket(path).zarr_store(read_only) if is_url(path) else path
-
-
-def _remove(path) -> None:
-    """Delete what is at ``path`` (a store that could not be made), errors aside."""
-    if not is_url(path):
-        shutil.rmtree(path, ignore_errors=True)
-        return
-    try:
-        b = bucket(path)
-        b.delete(["zarr.json"])
-        b.delete([m.key for m in b.list()])
-    except StoreError:
-        pass
+    return place_of(path).size()
