@@ -1,6 +1,7 @@
 """The output store: a Zarr v3 group that a job fills batch by batch.
 
 - :mod:`.layout`: :class:`Store`, its arrays and attributes, resume checks, records
+- :mod:`.create`: a new store's arrays and attributes, and the codecs of its rows
 - :mod:`.writer`: whole chunks and shards written by a pool of threads
 - :mod:`.files`: chunk and shard files as Zarr reads them, written whole or not at all
 - :mod:`.lock`: one run per store (a lock beside it, the run's id inside it)
@@ -22,8 +23,8 @@ import importlib
 #: only checks a store's place (or refuses its input) never imports Zarr
 _PUBLIC = {
     "batch_ranges": "integrity", "damaged_batches": "integrity",
-    "COMPRESSIONS": "layout", "FORMAT_VERSION": "layout", "Store": "layout",
-    "compression_for": "layout", "package_versions": "layout", "store_size": "layout",
+    "COMPRESSIONS": "create", "FORMAT_VERSION": "create", "Store": "layout",
+    "compression_for": "create", "package_versions": "create", "store_size": "layout",
     "RunGuard": "lock", "StoreLock": "lock", "new_run_id": "lock",
     "Place": "place", "location": "place", "place_of": "place",
     "check_target": "places", "store_state": "places",
