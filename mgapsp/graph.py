@@ -21,10 +21,9 @@ from .errors import (
     EmptyGraphError,
     GraphFormatError,
     UnknownLabelError,
-    format_bytes,
     quote,
 )
-from .memory import memory_limit
+from .memory import check_memory
 
 __all__ = ["Graph", "MAX_VERTICES", "graph_bytes", "check_memory", "rank_labels",
            "check_graph_fits", "lookup_array"]
@@ -38,8 +37,6 @@ BYTES_PER_VERTEX = 24
 BYTES_PER_EDGE = 12
 #: Bytes per edge record while it is converted: source, target (int64) and weight.
 BYTES_PER_RECORD = 24
-#: Below this estimate nothing is checked (no need to ask the system).
-_CHECK_ABOVE = 2**28
 
 
 @dataclass(eq=False)
@@ -354,19 +351,6 @@ def graph_bytes(n: int, edges: int = 0, *, records: int = 0, dense: int = 0) -> 
     float64 values read first (``n * n`` for a full matrix)."""
     return (BYTES_PER_VERTEX * (int(n) + 1) + BYTES_PER_EDGE * int(edges)
             + BYTES_PER_RECORD * int(records) + 8 * int(dense))
-
-
-def check_memory(what: str, needed: int, *, where: str | None = None,
-                 line: int | None = None, subject: str = "the graph") -> None:
-    """Raise :class:`GraphFormatError` ``"<what>: <subject> would need X, this machine
-    has Y available"`` (``where:line:`` first) when ``needed`` bytes exceed
-    :func:`mgapsp.memory.available_memory`.  Small amounts pass without asking the system."""
-    if needed <= _CHECK_ABOVE:
-        return
-    free, who = memory_limit()
-    if needed > free:
-        raise GraphFormatError(f"{what}: {subject} would need {format_bytes(needed)}, "
-                               f"{who} {format_bytes(free)} available", where, line)
 
 
 def check_graph_fits(what: str, n: int, edges: int = 0, *, records: int = 0,

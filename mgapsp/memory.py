@@ -17,13 +17,18 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-__all__ = ["available_memory", "memory_limit", "fresh_array", "host_threads",
-           "host_pool", "page_spans", "touch_spans"]
+from .errors import GraphFormatError, format_bytes
+
+__all__ = ["available_memory", "memory_limit", "check_memory", "fresh_array",
+           "host_threads", "host_pool", "page_spans", "touch_spans"]
 
 #: arrays smaller than this are not worth touching from several threads
 TOUCH_BYTES = 16 * 2**20
 #: a thread's share of a copy or a touch: at least this (and whole pages)
 SPAN_BYTES = 2 * 2**20
+
+#: Below this estimate nothing is checked (no need to ask the system).
+_CHECK_ABOVE = 2**28
 
 _POOL: ThreadPoolExecutor | None = None
 _POOL_LOCK = threading.Lock()
@@ -158,3 +163,16 @@ def available_memory() -> int:
     (psutil, else /proc/meminfo, else sysconf), less where a memory cgroup or an
     address-space rlimit bounds the process."""
     return memory_limit()[0]
+
+
+def check_memory(what: str, needed: int, *, where: str | None = None,
+                 line: int | None = None, subject: str = "the graph") -> None:
+    """Raise :class:`GraphFormatError` ``"<what>: <subject> would need X, this machine
+    has Y available"`` (``where:line:`` first) when ``needed`` bytes exceed
+    :func:`available_memory`.  Small amounts pass without asking the system."""
+    if needed <= _CHECK_ABOVE:
+        return
+    free, who = memory_limit()
+    if needed > free:
+        raise GraphFormatError(f"{what}: {subject} would need {format_bytes(needed)}, "
+                               f"{who} {format_bytes(free)} available", where, line)

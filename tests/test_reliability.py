@@ -728,14 +728,14 @@ def test_disk_errors_name_the_file(tmp_path):
     answers every write with ENOSPC) and a directory that cannot be made."""
     import errno
 
-    from mgapsp.store.files import _pwrite, write_file_atomic
+    from mgapsp.store.atomic import pwrite, write_file_atomic
 
     if not os.path.exists("/dev/full"):
         pytest.skip("no /dev/full on this system")
     fd = os.open("/dev/full", os.O_WRONLY)
     try:
         with pytest.raises(OSError) as info:
-            _pwrite(fd, b"x" * 4096, 0, tmp_path / "s.zarr" / "c" / "0.partial")
+            pwrite(fd, b"x" * 4096, 0, tmp_path / "s.zarr" / "c" / "0.partial")
     finally:
         os.close(fd)
     assert info.value.errno == errno.ENOSPC

@@ -108,7 +108,7 @@ def test_a_failed_shard_leaves_nothing(tmp_path, monkeypatch, failing):
                             shards=(16, 128), dtype="float32", fill_value=np.nan,
                             compressors=[COMPRESSIONS["lz4"]])
     block = _block(np.random.default_rng(6), 16, 300, "float32")
-    where, name, nth = {"compress": (writer, "_host_tile", 4), "write": (store_files, "_pwrite", 4),
+    where, name, nth = {"compress": (writer, "_host_tile", 4), "write": (store_files, "pwrite", 4),
                         "rename": (os, "replace", 1)}[failing]
     real, calls = getattr(where, name), []
 

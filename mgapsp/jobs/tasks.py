@@ -26,7 +26,7 @@ from ..reductions import HISTOGRAM_BINS, lone_reductions, metric_values
 from ..gpu_count import gpu_count
 from ..errors import MgapspError
 from ..graph import Graph
-from ..store import Store, is_url, location
+from ..store import Store, location, place_of
 
 __all__ = ["run_batch", "job_store", "prepare_backend", "compute_potentials", "compute_hierarchy",
            "hierarchy_dir",
@@ -285,11 +285,12 @@ def hierarchy_dir(store_path: str) -> Path:
     where = config.get("phast.hierarchy-dir")
     if where:
         return Path(where)
-    if is_url(store_path):
+    beside = place_of(store_path).beside("mgapsp-hierarchies")
+    if beside is None:
         # object storage is no folder to keep files in: each host keeps its own
         cache = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
         return Path(cache) / "mgapsp" / "hierarchies"
-    return Path(os.path.abspath(store_path)).parent / "mgapsp-hierarchies"
+    return beside
 
 
 def compute_hierarchy(graph: Graph, store_path: str) -> dict:

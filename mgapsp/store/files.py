@@ -1,8 +1,8 @@
 """Chunk and shard files as Zarr v3 reads them, written whole or not at all.
 
 :class:`ChunkLayout` reads an array's codecs once and says how its chunk bytes are made
-and where they go; a chunk file is written beside its place and renamed there
-(:func:`write_file_atomic`); a shard (Zarr's ``sharding_indexed``, index and CRC-32C at its
+and where they go; a chunk file is put whole by the store's place
+(:meth:`~mgapsp.store.place.Place.put`); a shard (Zarr's ``sharding_indexed``, index and CRC-32C at its
 end) is a row of chunks written in pieces by several threads, then its identity
 (:class:`ShardIdentity`), its index, then renamed into place (:class:`_ShardFile`).  This relies on ``zarr.core`` (buffers,
 metadata encoding), so ``pyproject.toml`` pins Zarr to the tested minor version.
@@ -11,20 +11,17 @@ metadata encoding), so ``pyproject.toml`` pins Zarr to the tested minor version.
 from __future__ import annotations
 
 import os
-import uuid
 from concurrent.futures import Future
-from pathlib import Path
 from typing import Callable
 
 import numpy as np
 import zarr
 
-from .objects import bucket_of
+from .atomic import commit, discard, open_partial, pwrite
+from .place import place_of_zarr
 from .planes import PlanesCodec, encode_bytes, special_word
 
 _SHUFFLE = {"noshuffle": 0, "shuffle": 1, "bitshuffle": 2}
-#: the suffix of a file being written, renamed into place once whole
-PARTIAL = ".partial"
 
 
 class ChunkLayout:
@@ -80,8 +77,6 @@ class ChunkLayout:
                 if (cname == "lz4" and shuffle == "bitshuffle" and int(c.blocksize) == 0
                         and c.typesize in (None, item)):
                     self.gpu_codec = ("blosc", int(c.clevel))
-        from zarr.storage import LocalStore
-
         self.arr = arr
         #: what each shard of this array says it belongs to (stores made before shards
         #: carried one: None)
@@ -92,10 +87,12 @@ class ChunkLayout:
         self.record = (record if self.shard is None and self.crc and isinstance(record, str)
                        else None)
         self._record_layout: ChunkLayout | None = None
-        store = arr.store_path.store
-        self.root = Path(store.root) if isinstance(store, LocalStore) else None
-        #: the store's objects, where it is in object storage (:mod:`.objects`)
-        self.objects = bucket_of(store)
+        #: where the store lives (:mod:`.place`), where this module writes and reads
+        #: its files itself; None for another kind of Zarr store (a memory store)
+        self.place = place_of_zarr(arr.store_path.store)
+        #: the store's folder, where a shard's file is written in pieces by several
+        #: threads; None where files are put whole
+        self.root = self.place.folder if self.place is not None else None
         self.chunks = arr.chunks        # a shard's inner chunks, where sharded
         self.fill = arr.fill_value
         self.dtype = np.dtype(arr.dtype)
@@ -104,7 +101,7 @@ class ChunkLayout:
     def stored_whole(self) -> bool:
         """Whether its chunks (shards) are files or objects this module writes and
         reads itself (else only Zarr knows them)."""
-        return self.root is not None or self.objects is not None
+        return self.place is not None
 
     def encode(self, tile: np.ndarray):
         """A whole chunk's stored bytes."""
@@ -152,29 +149,25 @@ class ChunkLayout:
     def put_key(self, coords: tuple, data, guard=None) -> int:
         """Store the stored bytes of the chunk at ``coords`` (a buffer, or a list of
         buffers to join) under its key; ``guard()`` is called right before the file is
-        put in place (see :func:`write_file_atomic`)."""
-        key = self.key(coords)
-        if self.root is not None:
-            return write_file_atomic(self.root / key, data, guard)
+        put in place (see :meth:`put_whole`)."""
+        return self.put_whole(self.key(coords), data, guard)
+
+    def put_whole(self, key: str, data, guard=None) -> int:
+        """``data`` (a buffer, or a list of buffers to join) under ``key``, whole, by
+        the store's place (:meth:`~mgapsp.store.place.Place.put`); in another kind of
+        store through Zarr.  Its bytes."""
+        if self.place is not None:
+            return self.place.put(key, data, guard)
+        from zarr.core.buffer import default_buffer_prototype
+        from zarr.core.sync import sync
+
         if guard is not None:
             guard()
         if isinstance(data, list):
             data = b"".join(bytes(memoryview(d).cast("B")) for d in data)
-        self.store_set(key, data)
-        return len(data)
-
-    def store_set(self, key: str, data) -> None:
-        """``data`` under ``key``, through the store (not a local one): in object
-        storage one PUT from this thread (not through Zarr's event loop, which one
-        thread runs for the whole process)."""
-        if self.objects is not None:
-            self.objects.put(key, data)
-            return
-        from zarr.core.buffer import default_buffer_prototype
-        from zarr.core.sync import sync
-
         store = self.arr.store_path.store
         sync(store.set(key, default_buffer_prototype().buffer.from_bytes(bytes(data))))
+        return len(data)
 
 
 class _Planes:
@@ -236,82 +229,6 @@ def _crc32c_value():
                 fn = None
         _CRC_LIB.append(fn)
     return _CRC_LIB[0]
-
-
-def write_file_atomic(path: Path, data, guard=None) -> int:
-    """``data`` (a buffer, or a list of buffers written one after another) into the file
-    ``path`` as a whole: written beside it, then renamed, ``guard()`` (which may raise
-    to refuse the file) called just before."""
-    tmp, fd = _open_partial(path, guard)
-    try:
-        n = 0
-        for part in (data if isinstance(data, list) else [data]):
-            n += _pwrite(fd, part, n, tmp)
-        if guard is not None:
-            guard()
-    except BaseException:
-        _discard(tmp, fd)
-        raise
-    _commit(tmp, fd, path)
-    return n
-
-
-def _open_partial(path: Path, guard=None) -> tuple[Path, int]:
-    """A new file beside ``path``, to be renamed there once whole, open for writing
-    (the directory made if need be, once ``guard()`` says the store is still there):
-    its path and descriptor."""
-    tmp = path.with_name(f"{path.name}.{uuid.uuid4().hex}{PARTIAL}")
-    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
-    try:
-        try:
-            return tmp, os.open(tmp, flags, 0o666)
-        except FileNotFoundError:       # the chunk's directory is new
-            if guard is not None:       # or the store was deleted: not made again
-                guard()
-            path.parent.mkdir(parents=True, exist_ok=True)
-            return tmp, os.open(tmp, flags, 0o666)
-    except OSError as exc:
-        raise _named(exc, tmp) from None
-
-
-def _commit(tmp: Path, fd: int, path: Path) -> None:
-    """Close the partial file ``tmp`` (open as ``fd``) and rename it to ``path``; it is
-    removed if that fails."""
-    try:
-        os.close(fd)
-        os.replace(tmp, path)
-    except BaseException as exc:
-        tmp.unlink(missing_ok=True)
-        if isinstance(exc, OSError):
-            raise _named(exc, path) from None
-        raise
-
-
-def _discard(tmp: Path, fd: int) -> None:
-    """Close and remove the partial file ``tmp`` (open as ``fd``)."""
-    os.close(fd)
-    tmp.unlink(missing_ok=True)
-
-
-def _named(exc: OSError, path) -> OSError:
-    """``exc`` with the file it concerns named (a full disk names none by itself)."""
-    if path is not None and exc.filename is None and exc.errno is not None:
-        return type(exc)(exc.errno, exc.strerror, str(path))
-    return exc
-
-
-def _pwrite(fd: int, data, offset: int, path=None) -> int:
-    """All of ``data`` into the file ``fd`` (at ``path``) at ``offset``; returns its
-    bytes."""
-    view = memoryview(data).cast("B")
-    n = len(view)
-    try:
-        while view:
-            done = os.pwrite(fd, view, offset)
-            view, offset = view[done:], offset + done
-    except OSError as exc:
-        raise _named(exc, path) from None
-    return n
 
 
 #: a shard's index gives this offset and size for a chunk it does not hold
@@ -391,7 +308,7 @@ class _ShardFile:
         self.parts: list[tuple[int, bytes]] = []
         if lay.root is not None:
             self.path = lay.root / self.key
-            self.tmp, self.fd = _open_partial(self.path, guard)
+            self.tmp, self.fd = open_partial(self.path, guard)
 
     def place(self, k: int, sizes) -> int:
         """Room for chunks ``k, k + 1, ..`` of ``sizes`` bytes after those placed
@@ -407,7 +324,7 @@ class _ShardFile:
     def write(self, offset: int, data) -> int:
         """Put ``data`` at ``offset``; threads may write disjoint ranges at once."""
         if self.fd is not None:
-            return _pwrite(self.fd, data, offset, self.tmp)
+            return pwrite(self.fd, data, offset, self.tmp)
         part = bytes(memoryview(data).cast("B"))
         self.parts.append((offset, part))
         return len(part)
@@ -424,22 +341,19 @@ class _ShardFile:
             for offset, data in self.parts:
                 whole[offset:offset + len(data)] = data
             whole[self.end:] = tail
-            if self.guard is not None:
-                self.guard()
-            self.lay.store_set(self.key, whole)
-            return len(whole)
-        _pwrite(self.fd, tail, self.end, self.tmp)
+            return self.lay.put_whole(self.key, whole, self.guard)
+        pwrite(self.fd, tail, self.end, self.tmp)
         if self.guard is not None:
             self.guard()    # raising here leaves the file to abort()
         fd, self.fd = self.fd, None
-        _commit(self.tmp, fd, self.path)
+        commit(self.tmp, fd, self.path)
         return self.end + len(tail)
 
     def abort(self) -> None:
         """Drop the shard's file (nothing was put in its place)."""
         if self.fd is not None:
             fd, self.fd = self.fd, None
-            _discard(self.tmp, fd)
+            discard(self.tmp, fd)
 
 
 class ChunkFiles:

@@ -17,7 +17,6 @@ A flagged batch that fails is damaged; its rows are computed again by ``repair``
 
 from __future__ import annotations
 
-import os
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -114,34 +113,19 @@ def _check_row(lay: ChunkLayout, row: int, deep: bool) -> str | None:
     return None
 
 
-def _where(lay: ChunkLayout, key: str):
-    """Where the chunk (or shard) ``key`` of ``lay``'s array is: a file, or an object."""
-    return lay.root / key if lay.root is not None else (lay.objects, key)
+def _read(lay: ChunkLayout, key: str, offset: int = 0, size: int | None = None) -> bytes:
+    """The bytes of the chunk (or shard) ``key`` of ``lay``'s array (``size`` of them
+    from ``offset``); none where it is gone."""
+    data = lay.place.read(key, offset or None, size)
+    return b"" if data is None else data
 
 
-def _read(where, offset: int = 0, size: int | None = None) -> bytes:
-    if isinstance(where, tuple):
-        objects, key = where
-        data = objects.get(key, None if size is None and offset == 0 else offset, size)
-        return b"" if data is None else (data if size is None else data[:size])
-    with open(where, "rb") as fh:
-        fh.seek(offset)
-        return fh.read() if size is None else fh.read(size)
-
-
-def _size(where, key: str) -> tuple[int, str | None]:
+def _size(lay: ChunkLayout, key: str) -> tuple[int, str | None]:
     """The file's (or object's) size, and what is wrong where it is missing or empty."""
-    if isinstance(where, tuple):
-        meta = where[0].head(where[1])
-        if meta is None:
-            return 0, f"{key} is missing"
-        size = meta.size
-    else:
-        try:
-            size = os.stat(where).st_size
-        except FileNotFoundError:
-            return 0, f"{key} is missing"
-    return size, (f"{key} is empty" if size == 0 else None)
+    meta = lay.place.head(key)
+    if meta is None:
+        return 0, f"{key} is missing"
+    return meta.size, (f"{key} is empty" if meta.size == 0 else None)
 
 
 def _recorded_crcs(lay: ChunkLayout, row: int,
@@ -157,10 +141,10 @@ def _recorded_crcs(lay: ChunkLayout, row: int,
 def _record_row(rec: ChunkLayout, row: int, n_cols: int) -> tuple[bytes | None, str | None]:
     """Row ``row`` of a record of CRCs (``n_cols`` of them, 4 bytes each), checked."""
     key = rec.key((row, 0))
-    size, problem = _size(_where(rec, key), key)
+    size, problem = _size(rec, key)
     if problem:
         return None, problem
-    data = _read(_where(rec, key))
+    data = _read(rec, key)
     if _check_chunk(rec, data, key) or len(data) != 4 * rec.chunks[1] + 4:
         return None, f"{key}: the record of its chunks' checksums is damaged"
     if rec.chunks[1] == n_cols + 1:
@@ -174,18 +158,17 @@ def _record_row(rec: ChunkLayout, row: int, n_cols: int) -> tuple[bytes | None, 
 def _check_chunk_file(lay: ChunkLayout, key: str, deep: bool,
                       recorded: bytes | None = None) -> str | None:
     """What is wrong with a chunk file; ``recorded``: the CRC its batch recorded."""
-    path = _where(lay, key)
-    size, problem = _size(path, key)
+    size, problem = _size(lay, key)
     if problem:
         return problem
     if lay.crc and size <= 4:
         return f"{key} is too short"
     if deep:
-        data = _read(path)
+        data = _read(lay, key)
         problem = _check_chunk(lay, data, key)
         end = data[-4:]
     else:
-        end = _read(path, size - 4, 4) if recorded is not None else None
+        end = _read(lay, key, size - 4, 4) if recorded is not None else None
     if not problem and recorded is not None and end != recorded:
         problem = f"{key} is not the chunk written there (its checksum is not the recorded one)"
     return problem
@@ -210,16 +193,15 @@ def _check_chunk(lay: ChunkLayout, data: bytes, where: str) -> str | None:
 def _check_shard(lay: ChunkLayout, coords: tuple, n_chunks: int, per: int,
                  deep: bool) -> str | None:
     key = lay.key(coords)
-    path = _where(lay, key)
     tail = 16 * per + 4
     ident = lay.identity.SIZE if lay.identity is not None else 0
-    size, problem = _size(path, key)
+    size, problem = _size(lay, key)
     if problem:
         return problem
     if size < tail + ident:
         return f"{key} is truncated ({size} bytes)"
-    data = _read(path) if deep else None
-    end = data[-tail - ident:] if deep else _read(path, size - tail - ident, tail + ident)
+    data = _read(lay, key) if deep else None
+    end = data[-tail - ident:] if deep else _read(lay, key, size - tail - ident, tail + ident)
     end, block = end[ident:], end[:ident]
     if crc32c(end[:-4]) != end[-4:]:
         return f"{key}: its index fails its checksum (damaged or truncated)"

@@ -23,71 +23,28 @@ chunk for all, which only the client writes.
 
 from __future__ import annotations
 
-import datetime as _dt
 import functools
-import importlib.metadata
 import os
-import shutil
-import socket
-import uuid
-from pathlib import Path
 
 import numpy as np
 import zarr
-from zarr.codecs import BloscCodec, Crc32cCodec
 
 from ..errors import ResumeMismatchError, StoreError
 from ..graph import Graph
 from ..plan import JobPlan
-from ..reductions import HISTOGRAM_BINS, DistanceHistogram, distance_histogram
+from ..reductions import DistanceHistogram, distance_histogram
 from . import digests
-from .objects import bucket, is_url, raise_if_unreachable
-from .places import check_target, store_state
-from .planes import PlanesCodec
+from .create import FORMAT_VERSION, compression_for, fill, now, run_record, stored_labels
+from .objects import raise_if_unreachable
+from .place import place_of
+from .places import check_target
 
-__all__ = ["Store", "FORMAT_VERSION", "compression_for", "package_versions", "prepare_path"]
+__all__ = ["Store", "prepare_path", "store_size"]
 
-#: 2: vertex labels (integers or text) as the coordinates ``vertex``, ``source`` and
-#: ``target``; 1 kept integer ids as ``vertex_ids``, ``source_ids``, ``target_ids``
-FORMAT_VERSION = 2
+#: the store formats (:data:`~mgapsp.store.create.FORMAT_VERSION`) this mgapsp reads
 _READABLE = (1, 2)
-_COMPRESSOR = BloscCodec(cname="zstd", clevel=3, shuffle="bitshuffle")
-#: codecs of the distance and predecessor arrays (``--compression``).  ``auto`` picks
-#: planes for a GPU job (its GPUs encode it at the kernels' pace, and it is smaller
-#: than lz4 on road rows: :mod:`.planes`) and lz4 for a CPU job, whose cores run
-#: Blosc's LZ4 faster: on p2p-Gnutella31 rows lz4 compressed 25x at about 3x the speed
-#: of zstd level 3 (36x), and on rome99's road distances 2.5x at 6x the speed (3.0x).
-COMPRESSIONS = {
-    "planes": PlanesCodec(),
-    "lz4": BloscCodec(cname="lz4", clevel=5, shuffle="bitshuffle"),
-    "zstd": _COMPRESSOR,
-    "none": None,
-}
-_PACKAGES = ("mgapsp", "numpy", "scipy", "dask", "distributed", "zarr", "dask-cuda",
-             "cupy-cuda12x", "cupy-cuda13x")
 # Options that must match for --resume to continue a store.
 _RESUME_KEYS = ("algorithm", "dtype", "batch_size", "predecessors")
-
-
-def compression_for(name: str, backend: str) -> str:
-    """The codec ``name`` stands for on ``backend``'s workers (``auto``: see
-    :data:`COMPRESSIONS`)."""
-    if name == "auto":
-        return "planes" if backend in ("gpu", "hybrid") else "lz4"
-    if name not in COMPRESSIONS:
-        raise StoreError(f"unknown compression {name!r}; choose auto, "
-                         f"{', '.join(COMPRESSIONS)}")
-    return name
-
-
-def package_versions() -> dict[str, str]:
-    out = {}
-    for name in _PACKAGES:
-        try:
-            out[name] = importlib.metadata.version(name)
-        except importlib.metadata.PackageNotFoundError:
-            pass
-    return out
 
 
 def _clip(value, limit: int = 200) -> str:
@@ -95,36 +52,13 @@ def _clip(value, limit: int = 200) -> str:
     return text if len(text) <= limit else text[:limit] + "..."
 
 
-def _run_record(run_id: str) -> dict:
-    return {"id": run_id, "host": socket.gethostname(), "pid": os.getpid(),
-            "started": _now()}
-
-
 def prepare_path(path, *, overwrite: bool, run_id: str = "") -> None:
     """Make room for a new store at ``path`` (see :func:`check_target`), removing the
     mgapsp store there with ``overwrite``."""
     if check_target(path, overwrite=overwrite) in ("absent", "empty"):
         return
-    if is_url(path):
-        # no rename in object storage: the root's zarr.json goes first, so that a
-        # worker of the old run finds no store to write into (its guard reads it)
-        b = bucket(path)
-        b.delete(["zarr.json"])
-        b.delete([m.key for m in b.list()])
-        return
     # an mgapsp store, or the empty folders left of one deleted while it was written
-    # moved aside first, so that a worker of the old run finds no store to write into
-    aside = f"{os.path.abspath(path)}.deleting-{run_id or uuid.uuid4().hex[:12]}"
-    try:
-        os.rename(path, aside)
-        shutil.rmtree(aside)
-    except OSError as exc:
-        raise StoreError(f"{exc.filename or path}: cannot remove the old store: "
-                         f"{exc.strerror or exc}") from None
-
-
-def _now() -> str:
-    return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+    place_of(path).remove(run_id)
 
 
 class Store:
@@ -143,7 +77,8 @@ class Store:
     def open(cls, path, mode: str = "r") -> "Store":
         """Open an existing store, checking that it is one of ours and whole."""
         path = os.fspath(path)
-        state = store_state(path)
+        place = place_of(path)
+        state = place.state()
         if state == "absent":
             raise StoreError(f"{path}: no such store")
         if state == "foreign":
@@ -158,7 +93,7 @@ class Store:
         try:
             # each array's own zarr.json, never the consolidated copy that a complete
             # store keeps for xarray: an array removed or damaged since is seen
-            group = zarr.open_group(_zarr_place(path, read_only=mode == "r"), mode=mode,
+            group = zarr.open_group(place.zarr_store(read_only=mode == "r"), mode=mode,
                                     use_consolidated=False)
         except Exception as exc:  # zarr raises several types for unreadable metadata
             raise StoreError(f"{path}: cannot open as a Zarr group: {_clip(exc)}") from exc
@@ -212,9 +147,7 @@ class Store:
 
     @classmethod
     def exists(cls, path) -> bool:
-        if is_url(path):
-            return bucket(path).head("zarr.json") is not None
-        return os.path.exists(os.path.join(os.fspath(path), "zarr.json"))
+        return place_of(path).exists("zarr.json")
 
     @classmethod
     def create(cls, path, graph: Graph, plan: JobPlan, *, overwrite: bool = False,
@@ -226,137 +159,24 @@ class Store:
         :mod:`mgapsp.store.lock`): the caller holds its lock."""
         path = os.fspath(path)
         compression = compression_for(compression, plan.backend)
-        _stored_labels(graph)   # labels a store cannot tell apart: refused, none replaced
+        stored_labels(graph)    # labels a store cannot tell apart: refused, none replaced
         prepare_path(path, overwrite=overwrite, run_id=run_id)
         # zarr.json first, marked as being created: a store that a kill or a full
         # disk leaves half made is still recognisably ours (--overwrite replaces it)
         marker = {"format_version": FORMAT_VERSION, "fingerprint": graph.fingerprint,
-                  "state": "creating", "run": _run_record(run_id)}
+                  "state": "creating", "run": run_record(run_id)}
+        place = place_of(path)
         try:
-            group = zarr.open_group(_zarr_place(path), mode="w-", attributes=marker)
-            cls._fill(group, graph, plan, potentials, compression, shards, run_id)
+            group = zarr.open_group(place.zarr_store(), mode="w-", attributes=marker)
+            fill(group, graph, plan, potentials, compression, shards, run_id)
         except BaseException as exc:
             # nothing is left of a store that could not be made
-            _remove(path)
+            place.discard()
             if isinstance(exc, OSError):
                 raise StoreError(f"{exc.filename or path}: cannot create the store: "
                                  f"{exc.strerror or exc}") from None
             raise
         return cls(path, group)
-
-    @staticmethod
-    def _fill(group, graph: Graph, plan: JobPlan, potentials, compression: str,
-              shards: bool, run_id: str) -> None:
-        # every chunk ends with its CRC-32C, which reads check: damage is found
-        codecs = ([COMPRESSIONS[compression]] if COMPRESSIONS[compression] else []) + [
-            Crc32cCodec()]
-        n, s = plan.n_targets(graph.n), plan.n_sources
-        chunks = (plan.batch_size, plan.col_chunk)
-        # a shard is a batch's whole row of chunks, so a worker writes one file a batch
-        row = (plan.batch_size, -(-n // plan.col_chunk) * plan.col_chunk) if shards else None
-        # each shard says which store and batch it is (files.ShardIdentity): a shard
-        # copied into the wrong place is damage, found by the quick check
-        store_id = uuid.uuid4().hex
-
-        def ident(name):
-            if shards:
-                return {"mgapsp_shard_id": {"store": store_id, "array": name}}
-            # chunk files: their CRCs recorded per batch (files.ChunkFiles), and last
-            # the batch, so that a record moved with its chunks to another batch's
-            # place says whose it is
-            group.require_group("chunk_crc").create_array(
-                name, shape=(plan.n_batches, -(-n // plan.col_chunk) + 1),
-                chunks=(1, -(-n // plan.col_chunk) + 1), dtype="<u4", fill_value=0,
-                compressors=[Crc32cCodec()], dimension_names=("batch", "chunk"))
-            return {"mgapsp_chunk_crcs": f"chunk_crc/{name}"}
-
-        # a metrics-only store (--no-distances) has no rows to hold: no array that
-        # xarray or a reader would take for them
-        if plan.distances:
-            group.create_array("distances", shape=(s, n), chunks=chunks, shards=row,
-                               dtype=plan.dtype, fill_value=np.nan, compressors=codecs,
-                               dimension_names=("source", "target"),
-                               attributes=ident("distances"))
-        if plan.predecessors:
-            group.create_array("predecessors", shape=(s, n), chunks=chunks, shards=row,
-                               dtype="int32", fill_value=-1, compressors=codecs,
-                               dimension_names=("source", "target"),
-                               attributes=ident("predecessors"))
-        targets = np.arange(graph.n) if plan.targets is None else plan.targets
-        labels = _stored_labels(graph)
-        # labels as the coordinates of their dimensions: xarray's .sel(source=a,
-        # target=b) then reads the distance from a to b
-        _write_array(group, "vertex", labels, ("vertex",))
-        _write_array(group, "source", labels[plan.sources], ("source",))
-        _write_array(group, "source_index", plan.sources.astype(np.int64), ("source",))
-        _write_array(group, "target", labels[targets], ("target",))
-        _write_array(group, "target_index", targets.astype(np.int64), ("target",))
-        # a value per source and metric, a chunk per batch: each batch's worker writes
-        # its own, before its flag
-        for name in plan.metrics:
-            if name == "histogram":     # a batch's counts: summed when read
-                group.create_array(name, shape=(plan.n_batches, HISTOGRAM_BINS),
-                                   chunks=(1, HISTOGRAM_BINS), dtype="uint64",
-                                   fill_value=0,
-                                   compressors=[zarr.codecs.ZstdCodec(), Crc32cCodec()],
-                                   dimension_names=("batch", "distance_bin"))
-                continue
-            integer = name == "reachable"
-            group.create_array(name, shape=(s,), chunks=(plan.batch_size,),
-                               dtype="int64" if integer else "float64",
-                               fill_value=-1 if integer else np.nan,
-                               compressors=[Crc32cCodec()], dimension_names=("source",))
-        per_source = [m for m in plan.metrics if m != "histogram"]
-        if per_source:
-            # each batch's record of its metric chunks' CRCs, and last the batch: a
-            # chunk moved to another batch's place, with or without its record, is
-            # damage (a batch's histogram counts are only ever summed)
-            group.require_group("chunk_crc").create_array(
-                "metrics", shape=(plan.n_batches, len(per_source) + 1),
-                chunks=(1, len(per_source) + 1), dtype="<u4", fill_value=0,
-                compressors=[Crc32cCodec()], dimension_names=("batch", "metric"),
-                attributes={"metrics": per_source})
-        # a chunk per batch: the worker that wrote a batch marks it (a new file, so no
-        # two processes share one), and the client's records leave it alone
-        group.create_array("batch_done", shape=(plan.n_batches,), dtype="uint8",
-                           chunks=(1,), fill_value=0, compressors=None,
-                           dimension_names=("batch",))
-        g = group.create_group("graph")
-        _write_array(g, "indptr", graph.indptr, ("vertex_ptr",))
-        _write_array(g, "indices", graph.indices, ("edge",))
-        _write_array(g, "weights", graph.weights, ("edge",))
-        if potentials is not None:
-            _write_array(g, "potentials", potentials, ("vertex",))
-        group.attrs.update({
-            "format_version": FORMAT_VERSION,
-            "fingerprint": graph.fingerprint,
-            "graph": {"name": graph.name, "n": graph.n, "m": graph.m,
-                      "directed": graph.directed, "weighted": graph.weighted,
-                      "min_weight": graph.min_weight,
-                      # the labels are the text of Python objects (tuples...)
-                      "object_labels": graph.object_labels},
-            "job": {"algorithm": plan.algorithm, "backend": plan.backend,
-                    "dtype": plan.dtype, "dtype_reason": plan.dtype_reason,
-                    "checked32": plan.checked32, "metrics": list(plan.metrics),
-                    "distances": plan.distances,
-                    "batch_size": plan.batch_size,
-                    "n_batches": plan.n_batches, "n_sources": plan.n_sources,
-                    "predecessors": plan.predecessors, "col_chunk": plan.col_chunk,
-                    "n_targets": int(n), "all_targets": plan.targets is None,
-                    "cpu_algorithm": plan.cpu_algorithm, "compression": compression,
-                    "shards": bool(shards)},
-            "versions": package_versions(),
-            "created": _now(),
-            "progress": {"batches_done": 0, "n_batches": plan.n_batches,
-                         "rows_done": 0, "n_rows": plan.n_sources, "complete": False,
-                         "updated": _now()},
-            "state": "ready",
-            "run": _run_record(run_id),
-            digests.KEY: digests.record(group, {
-                "vertex": labels, "source": labels[plan.sources],
-                "source_index": plan.sources.astype(np.int64),
-                "target": labels[targets], "target_index": targets.astype(np.int64)}),
-        })
 
     # -- what a store holds ---------------------------------------------------
     @property
@@ -602,8 +422,8 @@ class Store:
 
             lay = ChunkLayout(self.array("batch_done"))
             for b in batches:
-                if lay.root is not None:
-                    (lay.root / lay.key((int(b),))).unlink(missing_ok=True)
+                if lay.place is not None:       # no flag's chunk: the fill value, 0
+                    lay.place.delete(lay.key((int(b),)))
                 else:
                     self.array("batch_done")[int(b)] = 0
         else:
@@ -624,39 +444,17 @@ class Store:
         then refuse to write into it (:class:`mgapsp.store.lock.RunGuard`)."""
         from .writer import update_attributes
 
-        update_attributes(self.group, {"run": _run_record(run_id)})
+        update_attributes(self.group, {"run": run_record(run_id)})
 
     def remove_partials(self) -> int:
         """Remove files that writers left half written (a killed worker's); the count."""
-        from .files import PARTIAL
-
-        if is_url(self.path):
-            return 0            # an object is put whole or not at all: none is partial
-        n = 0
-        for f in Path(self.path).rglob(f"*{PARTIAL}"):
-            try:
-                f.unlink()
-                n += 1
-            except FileNotFoundError:
-                pass
-        return n
+        return place_of(self.path).remove_partials()
 
     def refuse_links(self) -> None:
-        """Refuse a local store with a symbolic link anywhere inside it: a run that
-        writes into it would write wherever the link leads (a batch's folder linked
-        out of the store, say).  Nothing is followed while looking."""
-        if is_url(self.path):
-            return
-        folders = [self.path]
-        while folders:
-            with os.scandir(folders.pop()) as entries:
-                for entry in entries:
-                    if entry.is_symlink():
-                        raise StoreError(f"{entry.path} is a symbolic link inside the "
-                                         "store; a run would write through it, so none "
-                                         "does (move it away, or --overwrite)")
-                    if entry.is_dir(follow_symlinks=False):
-                        folders.append(entry.path)
+        """Refuse a store with a symbolic link anywhere inside it: a run that writes
+        into it would write wherever the link leads (a batch's folder linked out of
+        the store, say)."""
+        place_of(self.path).refuse_links()
 
     def consolidate(self) -> None:
         """The arrays' metadata in the root's ``zarr.json``, where
@@ -688,7 +486,7 @@ class Store:
                 done[:] = mask
         progress = dict(self.group.attrs["progress"])
         progress.update({"batches_done": int(n_done), "rows_done": int(rows_done),
-                         "complete": bool(complete), "updated": _now()})
+                         "complete": bool(complete), "updated": now()})
         if extra:
             progress.update(extra)
         from .writer import update_attributes
@@ -698,52 +496,6 @@ class Store:
             self.consolidate()
 
 
-def _stored_labels(graph: Graph) -> np.ndarray:
-    """The labels a store keeps: Zarr holds no Python objects, so object labels (a
-    NetworkX graph's tuples) are kept as their text, which must tell them apart."""
-    if not graph.object_labels:
-        return graph.labels
-    text = np.array([str(v) for v in graph.labels.tolist()], dtype=str)
-    if len(np.unique(text)) != len(text):
-        raise StoreError("a store keeps the text of the graph's node labels, and two of "
-                         "them have the same text (such as 1 and '1'); relabel the nodes "
-                         "first")
-    return text
-
-
-def _write_array(group, name, data, dims):
-    data = np.ascontiguousarray(data)
-    # text labels: Zarr's variable-length strings
-    arr = group.create_array(name, shape=data.shape,
-                             dtype=str if data.dtype.kind == "U" else data.dtype,
-                             chunks=(max(min(len(data), 2**20), 1),), compressors=_COMPRESSOR,
-                             dimension_names=dims)
-    if len(data):
-        arr[:] = data
-    return arr
-
-
 def store_size(path) -> int:
     """Bytes the store takes on disk (or in object storage)."""
-    if is_url(path):
-        return sum(m.size for m in bucket(path).list())
-    return sum(f.stat().st_size for f in Path(path).rglob("*") if f.is_file())
-
-
-def _zarr_place(path, read_only: bool = False):
-    """What Zarr opens for the store at ``path``: the path, or for a URL the store of
-    its objects."""
-    return bucket(path).zarr_store(read_only) if is_url(path) else path
-
-
-def _remove(path) -> None:
-    """Delete what is at ``path`` (a store that could not be made), errors aside."""
-    if not is_url(path):
-        shutil.rmtree(path, ignore_errors=True)
-        return
-    try:
-        b = bucket(path)
-        b.delete(["zarr.json"])
-        b.delete([m.key for m in b.list()])
-    except StoreError:
-        pass
+    return place_of(path).size()

@@ -7,6 +7,8 @@ needs instead: a PUT is atomic (a reader sees the old object or the new, never p
 of one), so a shard written whole in one PUT is as whole as a file renamed into
 place; and a conditional PUT (``If-None-Match: *`` to create, ``If-Match`` an ETag
 to replace) lets exactly one of two runs take the lock (:mod:`.lock`).
+:class:`~mgapsp.store.place.ObjectPlace` is a store's place in a bucket, through the
+:class:`Bucket` here.
 
 Where the objects are and who may read them comes from the environment, as for
 every S3 client: ``AWS_ENDPOINT_URL``, ``AWS_ACCESS_KEY_ID``,
@@ -17,48 +19,13 @@ likewise); workers need the same variables as the client.
 from __future__ import annotations
 
 import os
-import re
 import threading
 from dataclasses import dataclass
 
 from .. import config
 from ..errors import StoreError
 
-__all__ = ["is_url", "location", "Bucket", "bucket", "bucket_of", "Meta"]
-
-_URL = re.compile(r"^([a-z][a-z0-9+.-]*)://")
-#: the schemes obstore's ``from_url`` opens
-SCHEMES = ("s3", "s3a", "gs", "az", "adl", "azure", "abfs", "abfss", "memory")
-
-
-def is_url(where) -> bool:
-    """Whether ``where`` names a place in object storage (``s3://...``) rather than a
-    path on a file system."""
-    m = _URL.match(where) if isinstance(where, str) else None
-    return bool(m) and m.group(1) != "file"
-
-
-def check_place(where) -> None:
-    """Refuse a store's place that is no place: an empty path (the current folder, which
-    a store would fill), or a ``file://`` URL (Zarr reads it as a path, a folder
-    named ``file:`` would hold the lock)."""
-    text = str(os.fspath(where))
-    if not text.strip():
-        raise StoreError("an empty store path: give a folder, such as out.zarr")
-    if text.startswith("file:"):
-        raise StoreError(f"{text}: give a local store as a path (without file://)")
-
-
-def location(where) -> str:
-    """The form of a store's place that every process reads the same: a URL as given
-    (no trailing slash), a path made absolute."""
-    if is_url(where):
-        scheme = _URL.match(where).group(1)
-        if scheme not in SCHEMES:
-            raise StoreError(f"{where}: stores in {scheme}:// are not supported; use a "
-                             f"path or one of {', '.join(s + '://' for s in SCHEMES[:3])}")
-        return where.rstrip("/")
-    return os.path.abspath(os.fspath(where))
+__all__ = ["Bucket", "bucket", "bucket_of", "Meta", "raise_if_unreachable", "unreachable"]
 
 
 @dataclass(frozen=True)
@@ -88,7 +55,7 @@ class Bucket:
         except ImportError:
             raise StoreError(f"{url}: stores in object storage need obstore (pip "
                              "install 'mgapsp[s3]')") from None
-        self.url = location(url)
+        self.url = url.rstrip("/")
         scheme, rest = self.url.split("://", 1)
         bucket, _, prefix = rest.partition("/")
         if not bucket or not prefix:
@@ -300,8 +267,9 @@ _LOCK = threading.Lock()
 
 
 def bucket(url: str) -> Bucket:
-    """This process's :class:`Bucket` of the store at ``url`` (made once)."""
-    url = location(url)
+    """This process's :class:`Bucket` of the store at ``url`` (made once), a URL as
+    :func:`~mgapsp.store.place.location` gives it."""
+    url = url.rstrip("/")
     with _LOCK:
         if url not in _BUCKETS:
             _BUCKETS[url] = Bucket(url)

@@ -42,7 +42,8 @@ import numpy as np
 import zarr
 
 from .. import config
-from .files import ChunkFiles, ChunkLayout, ShardRow, write_file_atomic
+from .atomic import write_file_atomic
+from .files import ChunkFiles, ChunkLayout, ShardRow
 
 __all__ = ["write_block", "write_chunk", "write_threads", "store_threads",
            "idle_store_threads",

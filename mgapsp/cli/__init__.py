@@ -1,7 +1,8 @@
 """The ``mgapsp`` command line: run, info, verify, path.
 
 User errors print one line, ``error: ...``, and exit with status 1 (2 for usage
-errors, as click does); no traceback.
+errors, as click does); no traceback.  What a command says of a finished job or of a
+store's metrics is in :mod:`.report`.
 """
 
 from __future__ import annotations
@@ -9,16 +10,16 @@ from __future__ import annotations
 import contextlib
 import gc
 import logging
-import os
 import sys
 import time
 
 import click
 import numpy as np
 
-from . import __version__, algorithms
-from .errors import GraphFormatError, MgapspError, UnknownLabelError
-from .readers.text import FORMATS
+from .. import __version__, algorithms
+from ..errors import GraphFormatError, MgapspError, UnknownLabelError
+from ..readers.text import FORMATS
+from .report import Clock, metrics_line, summary
 
 
 
@@ -195,12 +196,12 @@ def run(graph, out, fmt, directed, unweighted, weight_column, algorithm, backend
       mgapsp run roads.gr.gz -o od.zarr --sources origins.txt --targets sinks.txt
       mgapsp run graph.csv -o m.zarr --metrics closeness,eccentricity --no-distances
     """
-    clock = _Clock()
+    clock = Clock()
     quiet = quiet or click.get_current_context().obj.get("quiet", False)
-    from .api import resolve_backend
-    from .plan import check_metrics, small_job
-    from .readers import read_graph
-    from .store import StoreLock, check_target, new_run_id
+    from ..api import resolve_backend
+    from ..plan import check_metrics, small_job
+    from ..readers import read_graph
+    from ..store import StoreLock, check_target, new_run_id
 
     if scheduler and scheduler_file:
         raise MgapspError("give --scheduler or --scheduler-file, not both")
@@ -218,23 +219,23 @@ def run(graph, out, fmt, directed, unweighted, weight_column, algorithm, backend
                    weight_column=weight_column)
     t_read = clock.lap("graph read")
     if reverse and g.directed:
-        from .metrics import reversed_graph
+        from ..metrics import reversed_graph
 
         g = reversed_graph(g)
     sources = read_ids(sources_file, g, "source") if sources_file else None
     targets = read_ids(targets_file, g, "target") if targets_file else None
     if g.has_negative_weights and g.m <= NEGATIVE_CHECK_EDGES:
         # a negative cycle: one line before any cluster or dashboard starts
-        from .backends import get_backend
+        from ..backends import get_backend
 
         get_backend("cpu").potentials(g)
     clock.lap("checks")
     # Distributed and the cluster only now: bad input above is refused without them
     _cluster_logs()
-    from .jobs.cluster import connect, one_process, tls_security
-    from .jobs.dashboard import page_link
-    from .jobs.driver import run_job
-    from .progress import ProgressBar
+    from ..jobs.cluster import connect, one_process, tls_security
+    from ..jobs.dashboard import page_link
+    from ..jobs.driver import run_job
+    from ..progress import ProgressBar
 
     _imported()
     clock.lap("imports")
@@ -294,58 +295,11 @@ def run(graph, out, fmt, directed, unweighted, weight_column, algorithm, backend
         clock.skip()
     clock.lap("teardown")
     bar.finish()
-    from .store import store_size
+    from ..store import store_size
 
-    _summary(out, report, n_workers, store_size(out))
+    summary(out, report, n_workers, store_size(out))
     if click.get_current_context().obj.get("verbose"):
         click.echo(clock.summary(report), err=True)
-
-
-class _Clock:
-    """The seconds of a job command's steps outside its batches, for the fixed-cost
-    line of ``-v``: what a user waits for beyond the job itself."""
-
-    def __init__(self):
-        self.parts: dict[str, float] = {}
-        self.t = time.perf_counter()
-        self.entered = time.time()
-
-    def lap(self, name: str) -> float:
-        """Seconds since the last lap (or :meth:`skip`), added to ``name``."""
-        now = time.perf_counter()
-        seconds, self.t = now - self.t, now
-        self.parts[name] = self.parts.get(name, 0.0) + seconds
-        return seconds
-
-    def skip(self) -> None:
-        """What came since the last lap is the job's, told by its report."""
-        self.t = time.perf_counter()
-
-    def summary(self, report) -> str:
-        parts = {"start and imports": _process_age(self.entered), **self.parts}
-        # the job's own steps before its batches, between the cluster and the batches
-        where = list(parts).index("cluster start") + 1
-        items = list(parts.items())
-        items[where:where] = list(report.setup.items())
-        shown = [f"{name} {s:.2f} s" for name, s in items if s is not None and s >= 0.005]
-        total = sum(s for _, s in items if s is not None)
-        return (f"  fixed cost {total:.2f} s beside the job's {report.seconds:.2f} s: "
-                + ", ".join(shown))
-
-
-def _process_age(at: float) -> float | None:
-    """Seconds from this process's start to the wall-clock time ``at``; None where the
-    system does not say (Linux's /proc does, to a clock tick)."""
-    try:
-        with open("/proc/self/stat") as fh:
-            # the fields after the command's name (which may hold spaces): the start
-            # is the 22nd field, in clock ticks since the boot
-            started = int(fh.read().rsplit(")", 1)[1].split()[19])
-        with open("/proc/uptime") as fh:
-            uptime = float(fh.read().split()[0])
-    except (OSError, ValueError, IndexError):
-        return None
-    return uptime - started / os.sysconf("SC_CLK_TCK") - (time.time() - at)
 
 
 def _imported() -> None:
@@ -379,60 +333,6 @@ def _maybe_performance_report(path):
     return performance_report(filename=str(path))
 
 
-def _summary(out, report, n_workers, size):
-    p = report.plan
-    click.echo(f"  done: {report.rows_run:,} rows in {report.seconds:.2f} s "
-               f"({report.rows_per_second:,.0f} rows/s) on {n_workers} "
-               f"worker{'s' if n_workers != 1 else ''}; "
-               f"worker time: compute {report.compute_s:.2f} s, write {report.write_s:.2f} s")
-    fw = report.floyd_warshall
-    if fw:
-        click.echo(f"  floyd-warshall: {fw['ranks']} slab(s) of rows, {fw['method']}, "
-                   f"pivot rows exchanged through {fw['exchange']} "
-                   f"({fw['exchanged_bytes'] / 2**20:,.0f} MiB), {fw['seconds']:.2f} s")
-    busy = report.gpu_busy()
-    for worker, count in sorted(report.per_worker.items()):
-        write, stage = report.worker_write_s[worker], report.worker_stage_s[worker]
-        parts = report.worker_stages.get(worker)
-        inside = (f"; staging: encoding {parts['encode_s']:.2f} s, waiting for the "
-                  f"writers {parts['wait_s']:.2f} s, copying out "
-                  f"{parts['copy_out_s']:.2f} s" if parts else "")
-        line = (f"    {worker}: {count} batches, writing {write:.2f} s (staging "
-                f"{stage:.2f} s, files {write - stage:.2f} s{inside}), computing "
-                f"{report.worker_compute_s[worker]:.2f} s")
-        if report.worker_queued_s[worker] >= 0.005:
-            line += f" (waiting for the GPU {report.worker_queued_s[worker]:.2f} s)"
-        if worker in busy:
-            line += (f", GPU busy {busy[worker]:.0%} of the wall time "
-                     f"({report.gpu_s[worker]:.2f} s of kernels)")
-        click.echo(line)
-    if len(report.per_backend) > 1:
-        click.echo("  rows by backend: " + ", ".join(
-            f"{k} {v:,}" for k, v in sorted(report.per_backend.items())))
-    store = report.store
-    if report.resume_check == "quick" and report.resumed_batches:
-        click.echo(f"  resumed: the {report.resumed_batches:,} batches stored before were "
-                   f"checked quickly (files whole); `mgapsp repair {out}` checks every "
-                   "chunk's checksum")
-    if report.repaired_batches:
-        from .store import batch_ranges
-
-        shown = ", ".join(batch_ranges(report.repaired_batches))
-        click.echo(f"  repaired: batch(es) {shown} were damaged and are computed again")
-    if not p.distances:
-        click.echo(f"  store: {out} ({size / 2**20:.1f} MiB), metrics of {p.n_sources:,} "
-                   f"sources: {', '.join(p.metrics)} (no distances)")
-        return
-    row = store.group["distances"][0, :].astype(np.float64)
-    finite = row[np.isfinite(row)]
-    sid = store.labels("source")[0]
-    click.echo(f"  store: {out} ({size / 2**20:.1f} MiB), distances {p.n_sources:,} x "
-               f"{row.shape[0]:,} {p.dtype}"
-               + (", predecessors" if p.predecessors else ""))
-    click.echo(f"  first row (source {sid}): {len(finite):,} of {row.shape[0]:,} targets "
-               "reachable" + (f", farthest at {finite.max():g}" if len(finite) else ""))
-
-
 def read_ids(path, graph, what: str = "source") -> np.ndarray:
     """Parse a file of vertex labels (separated by whitespace, commas or newlines, ``#``
     comments); an unknown label is an error naming its line."""
@@ -459,49 +359,6 @@ def read_ids(path, graph, what: str = "source") -> np.ndarray:
     return graph.labels[index]
 
 
-def _metrics_line(store, complete: bool) -> str:
-    """What ``info`` says of a store's metrics: once every row is in and reaches every
-    target, the mean distance and the extreme eccentricities (over the whole matrix:
-    the average shortest path length, the diameter and the radius)."""
-    j = store.job
-    names = ", ".join(m for m in j["metrics"]
-                      if m not in ("reachable", "distance_sum", "histogram"))
-    line = f"metrics: {names or 'reachable, distance_sum'} per source"
-    if "histogram" in j["metrics"]:
-        line += ", the distance histogram"
-    if not complete:
-        return line + " (the job is incomplete)"
-    reach = store.metric("reachable")
-    n = j["n_targets"]
-    if "histogram" in j["metrics"]:
-        line += "; " + _histogram_words(store.distance_histogram())
-    if (reach < n).any():
-        return (line + f"; {int((reach < n).sum()):,} source(s) do not reach every "
-                "target: no diameter")
-    whole = j.get("all_targets") and len(reach) == n and (
-        store.source_index() == np.arange(n)).all()
-    # the pairs of a source and a target other than itself (each reaches every target)
-    own = np.isin(store.source_index(), store.target_index()) if not j.get(
-        "all_targets", True) else np.ones(len(reach), dtype=bool)
-    mean = store.metric("distance_sum").sum() / max(int((reach - own).sum()), 1)
-    line += (f"; average shortest path length {mean:.6g}" if whole
-             else f"; mean distance {mean:.6g}")
-    if "eccentricity" in j["metrics"]:
-        ecc = store.metric("eccentricity")
-        line += (f", diameter {ecc.max():g}, radius {ecc.min():g}" if whole else
-                 f", largest eccentricity {ecc.max():g}, smallest {ecc.min():g}")
-    return line
-
-
-def _histogram_words(h) -> str:
-    """The median of a distance histogram, as the bin that holds it."""
-    if not len(h.counts):
-        return f"no pair connected ({h.unreachable:,} pairs)"
-    k = int(np.searchsorted(np.cumsum(h.counts), (h.pairs - h.unreachable + 1) // 2))
-    return (f"median distance in [{h.edges[k]:g}, {h.edges[k + 1]:g}), "
-            f"{h.unreachable:,} of {h.pairs:,} pairs unreachable")
-
-
 class _Store(click.Path):
     """A store argument: a folder that exists, or a place in object storage
     (``s3://bucket/out.zarr``), which the command itself then looks at."""
@@ -510,7 +367,7 @@ class _Store(click.Path):
         super().__init__(exists=True, file_okay=False)
 
     def convert(self, value, param, ctx):
-        from .store import is_url
+        from ..store.place import is_url
 
         return value if is_url(value) else super().convert(value, param, ctx)
 
@@ -527,7 +384,7 @@ def info(store):
     Example:
       mgapsp info rome99.zarr
     """
-    from .store import Store, store_size
+    from ..store import Store, store_size
 
     s = Store.open(store)
     a = s.attrs
@@ -551,7 +408,7 @@ def info(store):
                       else "a file per chunk"))
     else:
         click.echo("layout: metrics only (--no-distances), a chunk per batch")
-    from .store import StoreLock, batch_ranges, damaged_batches
+    from ..store import StoreLock, batch_ranges, damaged_batches
 
     # progress from the batches' own flags, not the last record of it
     plan = s.plan()
@@ -565,7 +422,7 @@ def info(store):
                    f"unreadable: {', '.join(batch_ranges(s.unreadable_flags)[:20])}; "
                    "they count as not done (--resume or repair computes them again)")
     if j.get("metrics"):
-        click.echo(_metrics_line(s, done.all()))
+        click.echo(metrics_line(s, done.all()))
     damaged = damaged_batches(s)
     if damaged:
         click.echo(f"damaged: {len(damaged):,} flagged batch(es) fail their checks: "
@@ -594,9 +451,9 @@ def verify(store, samples, all_rows, seed):
       mgapsp verify rome99.zarr --samples 64
       mgapsp verify rome99.zarr --all
     """
-    from .store.verify import verify_store
+    from ..store.verify import verify_store
 
-    from .store import batch_ranges
+    from ..store import batch_ranges
 
     t0 = time.perf_counter()
     rep = verify_store(store, samples=samples, all_rows=all_rows, seed=seed)
@@ -638,11 +495,11 @@ def repair(store, backend, scheduler, scheduler_file, tls_ca_file, tls_cert, tls
     Example:
       mgapsp repair rome99.zarr
     """
-    from .api import resolve_backend
+    from ..api import resolve_backend
     _cluster_logs()
-    from .jobs.cluster import connect, tls_security
-    from .jobs.driver import check_for_repair, repair_job
-    from .store import batch_ranges
+    from ..jobs.cluster import connect, tls_security
+    from ..jobs.driver import check_for_repair, repair_job
+    from ..store import batch_ranges
 
     t0 = time.perf_counter()
     damaged, todo = check_for_repair(store)
@@ -676,7 +533,7 @@ def path(store, u, v):
     Example (a store made with --predecessors):
       mgapsp path rome99.zarr 1 100
     """
-    from .results import Result
+    from ..results import Result
 
     result = Result(store)
     hops = result.path(u, v)
@@ -685,7 +542,3 @@ def path(store, u, v):
         sys.exit(1)
     click.echo(" -> ".join(str(x) for x in hops))
     click.echo(f"distance {result.distance(u, v):g}, {len(hops) - 1} edges")
-
-
-if __name__ == "__main__":  # pragma: no cover
-    main()
