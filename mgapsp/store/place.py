@@ -6,7 +6,8 @@ either: what is there (:meth:`~Place.state`), its files or objects (the root's
 opens.  :class:`LocalPlace` and :class:`ObjectPlace` implement it, and
 :func:`place_of` is the one function that looks at a path to tell which it names.
 
-Nothing here imports Zarr or Dask: a command refuses a wrong place
+Nothing here imports Zarr or Dask when it is imported (only :func:`place_of_zarr`,
+given a Zarr store, looks at Zarr's classes): a command refuses a wrong place
 (:mod:`.places`) and takes its lock before it imports them.
 """
 
