@@ -8,9 +8,11 @@ round starts one process per tree, in turn (every other round in reverse order);
 computes a warm-up batch, then ``--repeats`` batches of each case through
 ``get_backend(...).distances(..., device=True)`` and keeps the batch's device time
 (its ``gpu_s``, CUDA events) and its wall time (until the device is idle).  The cases:
-Dijkstra and Bellman-Ford on p2p-Gnutella31, Johnson on soc-sign-bitcoinalpha
-(negative weights), PHAST on NY (its hierarchy built first, not timed) and
-Floyd-Warshall on test_FW_1000 (the matrix made again for each batch).  Every
+Dijkstra and Bellman-Ford on p2p-Gnutella31, Johnson on rome99 with negative weights
+(reweighted by seeded random potentials: no negative cycle), PHAST on NY (its
+hierarchy built first, not timed) and
+Floyd-Warshall on test_FW_1000 and on a seeded dense graph of 8,192 vertices (the
+matrix made again for each batch: on 1,000 vertices the host's launches bound it).  Every
 result's checksum must agree between the trees.  Writes
 ``backend-compare-<date>-<label>.{json,md}``.
 """
@@ -32,12 +34,13 @@ DATA = ROOT / "tests" / "data"
 #: (case, algorithm, graph file, sources per batch)
 CASES = [("dijkstra", "dijkstra", "p2p-Gnutella31.txt", 4096),
          ("bellman-ford", "bellman-ford", "p2p-Gnutella31.txt", 4096),
-         ("johnson", "johnson", "soc-sign-bitcoinalpha.csv", 2048),
+         ("johnson", "johnson", "rome99.gr", 2048),
          ("phast", "phast", "NY.pace.gr.gz", 4096),
-         ("floyd-warshall", "floyd-warshall", "test_FW_1000.mtx", 1000)]
+         ("floyd-warshall", "floyd-warshall", "test_FW_1000.mtx", 1000),
+         ("floyd-warshall-8192", "floyd-warshall", "random:8192", 1024)]
 
 
-def child(tree: str, repeats: int) -> dict:
+def child(tree: str, repeats: int, cases: list[str]) -> dict:
     """Time every case with the mgapsp of ``tree`` (first on this process's path)."""
     import numpy as np
 
@@ -52,7 +55,19 @@ def child(tree: str, repeats: int) -> dict:
     backend = get_backend("gpu")
     out = {"mgapsp": mgapsp.__file__, "cases": {}}
     for case, algorithm, name, batch in CASES:
-        graph = mgapsp.read_graph(DATA / name)
+        if case not in cases:
+            continue
+        if name.startswith("random:"):      # dense: a quarter of the pairs, weights 1..99
+            n = int(name.split(":")[1])
+            rng = np.random.default_rng(3)
+            src, dst = rng.integers(0, n, (2, n * n // 4))
+            graph = mgapsp.Graph.from_edges(src, dst, rng.integers(1, 100, len(src)), n=n)
+        else:
+            graph = mgapsp.read_graph(DATA / name)
+        if algorithm == "johnson":      # negative weights, every cycle's sum kept
+            h = np.random.default_rng(7).integers(0, 2000, graph.n).astype(np.float64)
+            w = graph.weights + h[graph.sources_of_edges] - h[graph.indices]
+            graph = mgapsp.Graph(graph.indptr, graph.indices, w)
         sources = np.arange(min(batch, graph.n), dtype=np.int64)
         potentials = backend.potentials(graph) if graph.has_negative_weights else None
         if algorithm == "phast":
@@ -91,10 +106,11 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=7)
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--label", default="gpu")
+    parser.add_argument("--cases", default=",".join(c[0] for c in CASES))
     parser.add_argument("--out", default=str(ROOT / "bench" / "results"))
     args = parser.parse_args()
     if args.child:
-        print(json.dumps(child(args.child, args.repeats)))
+        print(json.dumps(child(args.child, args.repeats, args.cases.split(","))))
         return
     if len(args.tree) != 2:
         parser.error("give two --tree: before, then after")
@@ -106,13 +122,15 @@ def main() -> None:
             env = dict(os.environ, PYTHONPATH=os.pathsep.join(
                 [str(Path(tree).resolve()), os.environ.get("PYTHONPATH", "")]))
             done = subprocess.run([sys.executable, __file__, "--child", tree,
-                                   "--repeats", str(args.repeats)],
-                                  env=env, check=True, capture_output=True, text=True)
+                                   "--repeats", str(args.repeats), "--cases", args.cases],
+                                  env=env, capture_output=True, text=True)
+            if done.returncode:
+                raise SystemExit(f"{tree}: {done.stderr}")
             runs[tree].append(json.loads(done.stdout.strip().splitlines()[-1]))
             print(f"round {r} {tree}: done", flush=True)
     before, after = args.tree
     rows = []
-    for case, *_ in CASES:
+    for case in args.cases.split(","):
         med = {t: {k: statistics.median(x["cases"][case][k] for x in runs[t])
                    for k in ("wall_s", "gpu_s")} for t in args.tree}
         sums = {x["cases"][case]["checksum"] for t in args.tree for x in runs[t]}
