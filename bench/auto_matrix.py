@@ -1,7 +1,7 @@
 """Does ``auto`` pick as well as the best explicit algorithm?  ``mgapsp.apsp`` in process
 on one GPU, for ``auto`` and every algorithm that applies, on graphs of every kind.
 
-    python bench/auto_matrix.py [--out bench] [--repeats 2] [--graphs a,b,...]
+    python -m bench.auto_matrix [--out bench] [--repeats 2] [--graphs a,b,...]
 
 A few rows by each algorithm first compile the kernels and put the graph on the
 device; then each variant is called once ("first call": a hierarchy built where the
@@ -27,15 +27,13 @@ import scipy.sparse as sp
 from scipy.sparse import csgraph
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "bench"))
 
-import generators  # noqa: E402
+from bench import generators  # noqa: E402
 import mgapsp  # noqa: E402
 from mgapsp import hierarchy  # noqa: E402
 from mgapsp.backends import get_backend  # noqa: E402
 from mgapsp.plan import plan_job  # noqa: E402
-from timing import first_then_median  # noqa: E402
+from bench.timing import first_then_median  # noqa: E402
 
 DATA = ROOT / "tests" / "data"
 BACKEND = "gpu"

@@ -1,6 +1,6 @@
 """The CPU backend against SciPy, all pairs, on this host's cores (issue 42).
 
-    python3 bench/cpu_bench.py [--out bench/] [--repeats 3] [--cli-repeats 5]
+    python3 -m bench.cpu_bench [--out bench/] [--repeats 3] [--cli-repeats 5]
                                [--graphs rome99,Austin,p2p-Gnutella09] [--data DIR ...]
 
 For each graph (found in tests/data, then in each ``--data`` folder), in one run:
@@ -49,12 +49,10 @@ import numpy as np
 from scipy.sparse import csgraph
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
 import mgapsp  # noqa: E402
 
-sys.path.insert(0, str(ROOT / "bench"))
-from timing import median_wall  # noqa: E402  (a warm-up, then the median)
+from bench.timing import median_wall  # noqa: E402  (a warm-up, then the median)
 
 GRAPHS = {"rome99": "rome99.gr", "Austin": "Austin_net.tntp",
           "p2p-Gnutella09": "p2p-Gnutella09.txt", "NY": "NY.pace.gr.gz"}

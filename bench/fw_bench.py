@@ -1,10 +1,10 @@
 """Time the blocked Floyd-Warshall kernels on one GPU (see bench/NOTES.md).
 
-    PYTHONPATH=$PWD python3 bench/fw_bench.py [--n 16384] [--repeats 3]
-    compute-sanitizer --tool memcheck python3 bench/fw_bench.py --memcheck
+    PYTHONPATH=$PWD python3 -m bench.fw_bench [--n 16384] [--repeats 3]
+    compute-sanitizer --tool memcheck python3 -m bench.fw_bench --memcheck
     ncu --clock-control none -k regex:f32nn -s 3 -c 1 --section SchedulerStats \
         --section WarpStateStats --section ComputeWorkloadAnalysis \
-        python3 bench/fw_bench.py --ncu
+        python3 -m bench.fw_bench --ncu
 
 For each method and tile variant: a random dense graph (integer weights 1..100 on
 about half the pairs, the rest "no path", so every method computes the same exact

@@ -1,6 +1,6 @@
 """Dense Floyd-Warshall across GPUs, end to end: 1 GPU against 2 (and more).
 
-    python bench/fw_multi_gpu.py --n 32768 --gpus 1,2 --out bench/results/fw-multi
+    python -m bench.fw_multi_gpu --n 32768 --gpus 1,2 --out bench/results/fw-multi
 
 For each kind of weights (integer 1..100: int16x2 DPX; real-valued: fp32) it builds
 one random digraph of ``n`` vertices (``--density`` of the n^2 pairs), then for each

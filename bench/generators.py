@@ -6,10 +6,10 @@ them), which ``mgapsp run`` and ``mgapsp.read_graph`` read.
 Graphs of a million vertices and more are made on the machine that runs the
 benchmark, never committed::
 
-    python bench/generators.py rmat --scale 20 -o /tmp/rmat20.gr
-    python bench/generators.py grid --side 1000 -o /tmp/grid1000.gr
-    python bench/generators.py delaunay --points 1000000 -o /tmp/del1m.gr
-    python bench/generators.py highway --side 2000 -o /tmp/highway2000.gr
+    python -m bench.generators rmat --scale 20 -o /tmp/rmat20.gr
+    python -m bench.generators grid --side 1000 -o /tmp/grid1000.gr
+    python -m bench.generators delaunay --points 1000000 -o /tmp/del1m.gr
+    python -m bench.generators highway --side 2000 -o /tmp/highway2000.gr
 
 In Python each generator returns a :class:`Generated` (arcs as arrays), whose
 ``csr()`` is what ``mgapsp.apsp`` and SciPy take.

@@ -2,7 +2,7 @@
 
 Run on a device machine:
 
-    python3 bench/gpu_blosc_bench.py tests/data/p2p-Gnutella31.txt --rows 2048 --out bench/gpu-blosc
+    python3 -m bench.gpu_blosc_bench tests/data/p2p-Gnutella31.txt --rows 2048 --out bench/gpu-blosc
 
 One batch of rows is computed on GPU 0 (mgapsp's Bellman-Ford).  Its chunks, in the
 store's layout (the batch's rows by CHUNK_ELEMENTS / rows columns), are then

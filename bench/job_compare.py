@@ -1,6 +1,6 @@
 """The same end-to-end job with two versions of mgapsp, alternating (before/after a change).
 
-    python bench/job_compare.py tests/data/NY.pace.gr.gz --tree OLD --tree . \
+    python -m bench.job_compare tests/data/NY.pace.gr.gz --tree OLD --tree . \
         --sources 32768 --repeats 3 --rounds 2 --out results.json
 
 ``--tile K`` computes every source's row K times (a job of seconds on a small graph).
@@ -28,8 +28,7 @@ from pathlib import Path
 
 
 def child(args) -> None:
-    sys.path.insert(0, os.path.abspath(args.child))
-    import mgapsp
+    import mgapsp       # the tree's: first on this process's path (see main)
 
     try:
         from mgapsp.jobs.cluster import connect
@@ -106,8 +105,12 @@ def main() -> None:
     for r in range(args.rounds):
         order = args.tree if r % 2 == 0 else args.tree[::-1]
         for tree in order:
+            # the script itself, not -m: its folder, not the current one, is first on
+            # the child's path, and the tree comes next
+            env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+                [os.path.abspath(tree), os.environ.get("PYTHONPATH", "")]))
             out = subprocess.run([sys.executable, __file__, *passed, "--child", tree],
-                                 check=True, capture_output=True, text=True).stdout
+                                 check=True, capture_output=True, text=True, env=env).stdout
             result = json.loads(out.strip().splitlines()[-1])
             runs[tree].append(result)
             print(f"round {r} {tree}: {['%.3f' % s for s in result['seconds']]}",

@@ -3,7 +3,7 @@ in a browser: the job on a ``LocalCUDACluster`` (``--backend gpu``, every GPU of
 machine) or a ``LocalCluster`` (``--backend cpu``), the page drawn by headless
 Chromium once the job has stored ``--at`` of its rows.
 
-    python bench/job_page_screenshot.py GRAPH --out docs/job-page-gpu.png
+    python -m bench.job_page_screenshot GRAPH --out docs/job-page-gpu.png
         [--backend gpu] [--sources 32768] [--batch-size 256] [--algorithm auto]
         [--at 0.5] [--browser chromium-headless-shell]
 
@@ -24,7 +24,6 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
 import mgapsp  # noqa: E402
 from mgapsp.jobs.dashboard import JobPagePlugin, page_link  # noqa: E402

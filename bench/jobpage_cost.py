@@ -1,7 +1,7 @@
 """What the job page (``/mgapsp``, issue 38) costs a job: the same job run with the
 page's plugin and callbacks and without them, in turn, on an embedded cluster.
 
-    python bench/jobpage_cost.py GRAPH [--sources N] [--algorithm A] [--backend B]
+    python -m bench.jobpage_cost GRAPH [--sources N] [--algorithm A] [--backend B]
                                  [--pairs K] [--out DIR]
 
 Each pair runs ``mgapsp.apsp(graph, out=..., overwrite=True, ...)`` once with the page
@@ -25,7 +25,6 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
 import mgapsp  # noqa: E402
 from mgapsp.jobs import driver  # noqa: E402

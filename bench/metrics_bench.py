@@ -2,7 +2,7 @@
 against NetworKit's exact ``Closeness`` and ``HarmonicCloseness`` on every core of
 this machine, in the same run.
 
-    python bench/metrics_bench.py [--parts small,rmat20,grid1000] [--out bench]
+    python -m bench.metrics_bench [--parts small,rmat20,grid1000] [--out bench]
                                   [--repeats 2] [--peer-metrics closeness,harmonic]
 
 Graphs (``bench/generators.py``, seeded):
@@ -41,12 +41,10 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "bench"))
 
-import generators  # noqa: E402
+from bench import generators  # noqa: E402
 import mgapsp  # noqa: E402
-from timing import first_then_median  # noqa: E402
+from bench.timing import first_then_median  # noqa: E402
 
 BACKEND = "gpu"
 #: NetworKit's algorithms to run (each takes tens of seconds to minutes)
@@ -185,7 +183,6 @@ def grid1000_phast(limit: float) -> dict:
     seconds: the hierarchy's build and the sweeps, timed apart."""
     code = f"""
 import sys, time, json
-sys.path.insert(0, {str(ROOT / "bench")!r}); sys.path.insert(0, {str(ROOT)!r})
 import generators, mgapsp
 from mgapsp import hierarchy
 gen = generators.grid(1000, drop=0.1, seed=1)
@@ -200,7 +197,7 @@ print(json.dumps({{"build_s": build, "closeness_s": time.perf_counter() - t}}), 
     t = time.perf_counter()
     try:
         p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                           timeout=limit)
+                           cwd=ROOT, timeout=limit)
         lines = [ln for ln in p.stdout.splitlines() if ln.startswith("{")]
         out = json.loads(lines[-1]) if lines else {"error": p.stderr[-1500:]}
     except subprocess.TimeoutExpired as e:

@@ -1,7 +1,7 @@
 """Graphs of a million vertices: what ``apsp`` in process and ``mgapsp run`` cost, and
 whether ``auto`` picks as well as the best explicit choice.
 
-    python bench/million_bench.py [--out bench] [--parts api,job] [--repeats 3]
+    python -m bench.million_bench [--out bench] [--parts api,job] [--repeats 3]
                                   [--job-sources 8192]
 
 The graphs are made here, seeded (``bench/generators.py``): R-MAT scale 20 (Graph500's
@@ -39,13 +39,11 @@ import numpy as np
 from scipy.sparse import csgraph
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "bench"))
 
-import generators  # noqa: E402
+from bench import generators  # noqa: E402
 import mgapsp  # noqa: E402
-import sssp_check  # noqa: E402
-from timing import first_then_median  # noqa: E402
+from bench import sssp_check  # noqa: E402
+from bench.timing import first_then_median  # noqa: E402
 from mgapsp.backends import get_backend  # noqa: E402
 from mgapsp.plan import plan_job  # noqa: E402
 

@@ -1,7 +1,7 @@
 """A GPU job's rows into object storage (``s3://``) against the same job into a local
 folder, in one run on one machine.
 
-    python bench/object_store_bench.py [--sources 8192] [--repeats 2] [--out bench]
+    python -m bench.object_store_bench [--sources 8192] [--repeats 2] [--out bench]
 
 The job: ``--sources`` rows of the NY road network by ``phast`` (hierarchy built
 once beforehand, kept for every run) on a ``LocalCUDACluster`` of every GPU here,
@@ -29,12 +29,10 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "tests"))
 
 import numpy as np  # noqa: E402
 
-from s3_local import S3Server  # noqa: E402
+from tests.s3_local import S3Server  # noqa: E402
 
 OBJECT = 16 * 2**20
 OBJECTS = 64
@@ -118,7 +116,7 @@ def main() -> None:
         f"{args.sources:,} sources by phast (hierarchy built beforehand), "
         f"`mgapsp.apsp(graph, out=...)` on a LocalCUDACluster, wall clock, median of "
         f"{args.repeats}, the runs alternating. The S3 server is moto's server mode on "
-        "this machine. `python bench/object_store_bench.py`", "",
+        "this machine. `python -m bench.object_store_bench`", "",
         "| store | time | rows/s | stored |", "|---|---|---|---|",
         f"| local folder | {med['local']:.2f} s | {rows['local']:,.0f} | "
         f"{sizes['local'] / 2**30:.2f} GiB |",

@@ -1,6 +1,6 @@
 """Reading text edge lists: the peak memory and the time per record (issue 56, item 13).
 
-    python bench/reader_memory.py [--out bench] [--gzip-gb 1.0] [--workdir DIR]
+    python -m bench.reader_memory [--out bench] [--gzip-gb 1.0] [--workdir DIR]
 
 The files, made by seeded generators in ``--workdir`` (never committed):
 
@@ -168,7 +168,7 @@ def main(argv=None) -> int:
                                                     indent=1))
     lines = [f"# Reading text edge lists: peak memory and time ({os.cpu_count()} cores, "
              f"{date})", "",
-             "`python bench/reader_memory.py`: each file read by `mgapsp.read_graph` in a "
+             "`python -m bench.reader_memory`: each file read by `mgapsp.read_graph` in a "
              "process of its own under `/usr/bin/time -v`; bytes per record: the peak less "
              f"{base / 2**20:.0f} MiB (a process that imports mgapsp and reads rome99), "
              "over the records.  Peer, same run: `pandas.read_csv` (C engine) into a "

@@ -1,6 +1,6 @@
 """Road networks against the CPU and GPU peers, in one run.
 
-    python bench/road_bench.py [--out bench] [--repeats 5] [--workers N] [--peer-sources 128]
+    python -m bench.road_bench [--out bench] [--repeats 5] [--workers N] [--peer-sources 128]
 
 On the NY road network (264,346 vertices): 4,096 sources to every vertex, and a
 1,000 x 1,000 origin-destination matrix; on the weighted road networks Austin (4,096
@@ -43,16 +43,13 @@ import numpy as np
 from scipy.sparse import csgraph
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
 import mgapsp  # noqa: E402
 from mgapsp import hierarchy  # noqa: E402
 from workflows.benchmark import gpu_time  # noqa: E402
 
-sys.path.insert(0, str(ROOT / "bench"))
-sys.path.insert(0, str(ROOT / "bench" / "peers"))
-import gpu_peers  # noqa: E402
-from timing import median_wall  # noqa: E402
+from bench.peers import gpu_peers  # noqa: E402
+from bench.timing import median_wall  # noqa: E402
 
 DATA = ROOT / "tests" / "data"
 ROWS: list[dict] = []
@@ -335,7 +332,7 @@ def main() -> None:
              "CPU peer's 4,096 x all: one run); SciPy's Dijkstra on 32 sources, scaled. "
              f"mgapsp's hierarchies are built beforehand (NY in {build_s:.2f} s) and not "
              "in the times below. Every method's rows checked against SciPy on a sample. "
-             f"`python3 bench/road_bench.py --repeats {args.repeats} --peer-sources "
+             f"`python3 -m bench.road_bench --repeats {args.repeats} --peer-sources "
              f"{args.peer_sources}`", "",
              "| case | method | time | SciPy | speed-up | note |", "|---|---|---|---|---|---|"]
     for r in ROWS:

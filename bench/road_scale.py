@@ -2,9 +2,9 @@
 PHAST against RoutingKit's customizable contraction hierarchy with its own orders,
 and against mgapsp's Bellman-Ford, on the same machine.
 
-    python bench/road_scale.py peer   --graph delaunay1m --parts DIR
-    python bench/road_scale.py mgapsp --graph delaunay1m --parts DIR
-    python bench/road_scale.py report --parts DIR [--out bench]
+    python -m bench.road_scale peer   --graph delaunay1m --parts DIR
+    python -m bench.road_scale mgapsp --graph delaunay1m --parts DIR
+    python -m bench.road_scale report --parts DIR [--out bench]
 
 Each part is one process (the device runs a command for at most ten minutes) and
 writes ``DIR/<graph>-<part>.json`` after each step; ``report`` puts the parts found
@@ -56,10 +56,8 @@ import numpy as np
 from scipy.sparse import csgraph
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "bench"))
 
-import generators  # noqa: E402
+from bench import generators  # noqa: E402
 import mgapsp  # noqa: E402
 
 def _ny():
@@ -156,7 +154,7 @@ def _degree(rk, n, tail, head, coords):
 
 
 def peer(name: str, parts: Path, workers: int, degree_limit: float, repeats: int) -> None:
-    import road_bench
+    from bench import road_bench
     import routingkit_cch as rk
 
     gen, csr, graph = load(name)

@@ -3,8 +3,8 @@ from 2**16 to 2**22 vertices (R-MAT and grids), on one GPU and on every GPU of t
 machine, with SciPy's Dijkstra on the same graphs (sampled); and, from the measured
 slices, what the full APSP of a 2**20-vertex graph would take on 8 GPUs.
 
-    python bench/scale_report.py [--out bench] [--scales 16,18,20,22]
-    python bench/scale_report.py --plot bench/scale-<date>-<gpu>.json   # the PNG
+    python -m bench.scale_report [--out bench] [--scales 16,18,20,22]
+    python -m bench.scale_report --plot bench/scale-<date>-<gpu>.json   # the PNG
 
 Graphs (``bench/generators.py``, seeded): R-MAT of each scale (edge factor 8, weights
 1..99) and square grids of as many vertices with 10% of their edges removed (weights
@@ -38,10 +38,9 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "bench"))
 
-import generators  # noqa: E402
-from million_bench import _BUSY  # noqa: E402
+from bench import generators  # noqa: E402
+from bench.million_bench import _BUSY  # noqa: E402
 
 #: rows a job computes, by family and scale: a few seconds of work each
 SLICES = {"rmat": {10: 1024, 12: 1024, 16: 16384, 17: 16384, 18: 8192, 19: 8192, 20: 4096, 21: 2048,

@@ -1,7 +1,7 @@
 """Check and time the batched SSSP kernels (Bellman-Ford with each option off,
 Crauser's Dijkstra, Johnson) on the target graphs, against SciPy on this machine.
 
-    python bench/sssp_bench.py [--out DIR] [--parts gnutella,negative,austin,ny,copy]
+    python -m bench.sssp_bench [--out DIR] [--parts gnutella,negative,austin,ny,copy]
 
 GPU times are CUDA events around the whole call (host round loop included, output
 left on the device), after one warm-up; the median of the repeats.  SciPy runs on a
@@ -25,7 +25,6 @@ from pathlib import Path
 import numpy as np
 from scipy.sparse import csgraph
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import cupy  # noqa: E402
 

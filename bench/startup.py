@@ -21,7 +21,7 @@ Sets of commands (any together):
 ``--hide-gpu`` runs everything with no CUDA device visible.  Results go to
 ``bench/startup-<date>-<label>.{json,md}``.
 
-    python bench/startup.py --cli --cpu --in-process cpu --label 2cores
+    python -m bench.startup --cli --cpu --in-process cpu --label 2cores
 """
 
 from __future__ import annotations
@@ -235,7 +235,7 @@ def main(argv=None) -> int:
         env["CUDA_VISIBLE_DEVICES"] = ""
     date = datetime.date.today().isoformat()
     meta = {"date": date, "label": args.label, "repeats": args.repeats,
-            "command": "python bench/startup.py " + " ".join(argv or sys.argv[1:]),
+            "command": "python -m bench.startup " + " ".join(argv or sys.argv[1:]),
             "host": f"{cores()} cores" + (", GPU hidden" if args.hide_gpu else ""),
             "python": sys.version.split()[0]}
     stem = args.out / f"startup-{date}-{args.label}"

@@ -1,7 +1,7 @@
 """What users get: the in-process API, the SciPy drop-ins and ``mgapsp run`` end to end,
 each beside the kernel's own time and SciPy's Dijkstra measured in the same run.
 
-    python bench/user_bench.py [--out bench] [--repeats 5]
+    python -m bench.user_bench [--out bench] [--repeats 5]
                                [--parts api,phast,dropin,read,cli,cpu-cli]
 
 - ``api``: ``mgapsp.apsp(graph, sources=...)`` returning a NumPy array (wall clock,
@@ -41,15 +41,13 @@ import numpy as np
 from scipy.sparse import csgraph
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
 import mgapsp  # noqa: E402
 from mgapsp.backends import get_backend  # noqa: E402
 from mgapsp.graph import Graph  # noqa: E402
 from workflows.benchmark import gpu_time  # noqa: E402
 
-sys.path.insert(0, str(ROOT / "bench"))
-from timing import median_wall  # noqa: E402
+from bench.timing import median_wall  # noqa: E402
 
 DATA = ROOT / "tests" / "data"
 ROWS: list[dict] = []

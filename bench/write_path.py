@@ -1,9 +1,9 @@
 """The write path against the kernels, and jobs on 1 and 2 (or more) GPUs of one host.
 
-    python bench/write_path.py codec [--out DIR]
-    python bench/write_path.py jobs --gpus 0 0,1 [--ny-sources K] [--rmat-sources K]
+    python -m bench.write_path codec [--out DIR]
+    python -m bench.write_path jobs --gpus 0 0,1 [--ny-sources K] [--rmat-sources K]
                                     [--tag NAME] [--env MGAPSP_STORE_THREADS=8]
-    python bench/write_path.py report --parts DIR
+    python -m bench.write_path report --parts DIR
 
 ``codec``: device blocks of real rows (NY unweighted by PHAST, NY with weights 1..97
 by Bellman-Ford, R-MAT 2^20 by Bellman-Ford), each cut into the chunks a job stores
@@ -41,12 +41,10 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "bench"))
 
-import generators  # noqa: E402
+from bench import generators  # noqa: E402
 import mgapsp  # noqa: E402
-from million_bench import _sources, disk_write_rate, workers  # noqa: E402
+from bench.million_bench import _sources, disk_write_rate, workers  # noqa: E402
 
 NY = ROOT / "tests" / "data" / "NY.pace.gr.gz"
 
@@ -271,7 +269,7 @@ def report(parts: Path, out: Path) -> Path:
     gpu = merged.get("gpu", "GPU")
     count = int(merged.get("machine", "1").split()[0])
     lines = [f"# The write path: GPU codecs, and jobs on 1 to {count} GPUs ({gpu})", "",
-             f"`python bench/write_path.py` on {merged.get('machine', '')}, "
+             f"`python -m bench.write_path` on {merged.get('machine', '')}, "
              f"{merged.get('date', '')}.", ""]
     if "codec" in merged:
         lines += ["## Encoding a batch's chunks on the GPU (device time, median of 5)", "",

@@ -3,18 +3,13 @@ Graph500's SSSP check, which must accept SciPy's rows and refuse wrong ones."""
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import numpy as np
 import pytest
 from scipy.sparse.csgraph import dijkstra
 
 import mgapsp
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
-import generators  # noqa: E402
-import sssp_check  # noqa: E402
+from bench import generators, sssp_check
 
 
 @pytest.mark.parametrize("kind, options", [

@@ -141,10 +141,10 @@ def test_the_screenshot_tool_draws_the_page_during_a_job(tmp_path, data_dir):
     root = Path(__file__).resolve().parents[1]
     out = tmp_path / "page.png"
     run = subprocess.run(
-        [sys.executable, str(root / "bench" / "job_page_screenshot.py"),
+        [sys.executable, "-m", "bench.job_page_screenshot",
          str(data_dir / "NY.pace.gr.gz"), "--backend", "cpu", "--sources", "300",
          "--batch-size", "4", "--at", "0.2", "--settle", "1", "--browser", BROWSER,
-         "--out", str(out)], capture_output=True, text=True, timeout=240)
+         "--out", str(out)], capture_output=True, text=True, timeout=240, cwd=root)
     assert run.returncode == 0, run.stderr[-2000:]
     m = re.search(r"drawn at (\d+) of 300 rows stored", run.stdout)
     assert m and 0 < int(m.group(1)) < 300, run.stdout

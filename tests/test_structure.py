@@ -92,3 +92,17 @@ def test_an_only_contract_covers_every_other_module(name):
     assert not [m for m in _module_names() if under(m, sources) and under(m, allowed)]
     lines = [line.strip() for line in contract.get("ignore_imports", "").splitlines()]
     assert [line for line in lines if line] == ignored
+
+
+def test_the_benchmarks_are_a_package_without_path_edits():
+    """Issue 53: ``bench`` is a package run as ``python -m bench.NAME`` from the root; a
+    script that edits ``sys.path`` would import what the path happens to hold."""
+    bench = PACKAGE.parent / "bench"
+    assert (bench / "__init__.py").is_file() and (bench / "peers" / "__init__.py").is_file()
+    edits = []
+    for path in sorted(bench.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if (isinstance(node, ast.Attribute) and node.attr == "path"
+                    and isinstance(node.value, ast.Name) and node.value.id == "sys"):
+                edits.append(f"{path.relative_to(bench.parent)}:{node.lineno}")
+    assert not edits, f"sys.path named in {edits}"

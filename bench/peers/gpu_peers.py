@@ -6,7 +6,7 @@ Their binaries come from ``bench/peers/gunrock.sh`` and ``bench/peers/adds.sh``
 one peer over a list of sources and returns its per-source seconds and the distance
 rows of the first ``keep`` sources (float64, ``inf`` where unreached).
 
-    sys.path.insert(0, str(ROOT / "bench" / "peers")); import gpu_peers
+    from bench.peers import gpu_peers
     paths = gpu_peers.prepare(graph, sources, "/tmp/peers")
     secs, rows = gpu_peers.run_gunrock(paths, keep=8)
     secs, rows = gpu_peers.run_adds(paths, keep=8)
@@ -18,7 +18,7 @@ each source, CUDA events around its delta-choosing probe and its kernels.
 
 As a script, the one device call of the peers (after both ``build`` steps)::
 
-    python3 bench/peers/gpu_peers.py --graph tests/data/NY.pace.gr.gz --sources 64 \
+    python3 -m bench.peers.gpu_peers --graph tests/data/NY.pace.gr.gz --sources 64 \
         --check 8 --json $OUT/gpu_peers.json
 
 runs every peer on the same sources (a subsample of road_bench.py's 4,096), checks
@@ -225,7 +225,6 @@ def main(argv=None) -> int:
     parser.add_argument("--json", default=None)
     args = parser.parse_args(argv)
 
-    sys.path.insert(0, str(ROOT))
     import mgapsp
 
     graph = mgapsp.read_graph(args.graph)

@@ -1,0 +1,1 @@
+"""Peers built only to be measured: fetched and built by the scripts beside this file."""
