@@ -17,7 +17,7 @@ from .graph import Graph
 from .progress import ProgressBar
 from .memory import available_memory
 from .plan import choose_dtype, plan_job, small_job
-from .readers import as_graph
+from .readers import as_graph, is_cupy
 
 __all__ = ["apsp", "resolve_backend"]
 
@@ -36,7 +36,7 @@ def apsp(graph, *, out=None, algorithm: str = "auto", backend: str = "auto",
          overwrite: bool = False, directed: bool | None = None,
          unweighted: bool = False, weight="weight", source="source", target="target",
          compression: str = "auto", shards: bool = True, progress: bool = False,
-         metrics=(), distances: bool = True):
+         metrics=(), distances: bool = True, device: bool | None = None):
     """All-pairs (or many-to-all) shortest-path distances.
 
     Parameters
@@ -99,12 +99,17 @@ def apsp(graph, *, out=None, algorithm: str = "auto", backend: str = "auto",
         :func:`mgapsp.closeness_centrality` and its kin.
     distances : bool
         ``False`` (with ``out`` and ``metrics``): the metrics alone, not the rows.
+    device : bool, optional
+        ``True``: the distances (and predecessors) as CuPy arrays on the GPU, computed
+        in this process by the gpu backend and never copied to the host.  By default,
+        as the input: a CuPy array or cupyx sparse matrix gives CuPy arrays, anything
+        else NumPy arrays.
 
     Returns
     -------
-    Result (the store, read by label: :class:`mgapsp.Result`), or ndarray of shape
-    (len(sources), len(targets)), or (len(targets),) for one source label (a pair with
-    predecessors)
+    Result (the store, read by label: :class:`mgapsp.Result`), or ndarray (a CuPy one
+    with ``device``) of shape (len(sources), len(targets)), or (len(targets),) for one
+    source label (a pair with predecessors)
 
     Raises
     ------
@@ -133,12 +138,18 @@ def apsp(graph, *, out=None, algorithm: str = "auto", backend: str = "auto",
     ...             targets=[10, 30])
     array([6., 2.], dtype=float32)
     """
+    on_device = is_cupy(graph) if device is None else bool(device)
+    if on_device and (out is not None or client is not None):
+        raise MgapspError("device=True gives CuPy arrays computed in this process: it "
+                          "goes without out= and client=")
     g = as_graph(graph, directed=directed, unweighted=unweighted, weight=weight,
                  source=source, target=target)
     sources, one_row = _checked_labels(sources, "sources", g)
     targets, _ = _checked_labels(targets, "targets", g)
     options = dict(algorithm=algorithm, dtype=dtype, sources=sources, targets=targets,
                    batch_size=batch_size, predecessors=predecessors)
+    if on_device:
+        return _rows(_on_device(g, backend, progress, options), one_row, predecessors)
     if out is None:
         if metrics or not distances:
             raise MgapspError("metrics= are stored beside the rows: give out= (or call "
@@ -174,6 +185,24 @@ def _watch(bar: ProgressBar) -> dict:
     """A job's callbacks that drive the progress line."""
     return dict(on_start=lambda report: bar.start(report.plan.n_sources),
                 on_progress=lambda report, done, total: bar.update(done, report.rows_run))
+
+
+def _on_device(g: Graph, backend: str, progress: bool, options: dict):
+    """``apsp(device=True)``: the rows as CuPy arrays of this process's GPU."""
+    backend = resolve_backend(backend)
+    if backend != "gpu":
+        raise UnsupportedError(f"device=True needs the gpu backend, not {backend} (no "
+                               "CUDA device visible, or backend='cpu')")
+    impl = get_backend(backend)
+    empty = _empty_answer(g, options["sources"], options["targets"], options["dtype"],
+                          options["predecessors"])
+    if empty is not None:
+        return (tuple(impl.to_device(a) for a in empty) if options["predecessors"]
+                else impl.to_device(empty))
+    bar = ProgressBar(enabled=progress)
+    answer = _in_process(g, backend=backend, bar=bar, device=True, **options)
+    bar.finish()
+    return answer
 
 
 def _on_client(g: Graph, client, backend: str, bar: ProgressBar, options: dict):
@@ -289,15 +318,24 @@ def _checked_labels(values, what: str, graph: Graph):
 
 
 def _in_process(graph: Graph, *, backend, algorithm, dtype, sources, targets, batch_size,
-                predecessors, bar: ProgressBar):
+                predecessors, bar: ProgressBar, device: bool = False):
     impl = get_backend(backend)
     ready = algorithm == "auto" and hierarchy.known(graph)
+    # an answer kept on the device takes its batches' room (at most float64 rows)
+    rows = graph.n if sources is None else len(sources)
+    cols = graph.n if targets is None else len(targets)
+    kept = rows * cols * 8 + (rows * graph.n * 4 if predecessors else 0) if device else 0
+    if device and kept > impl.memory_available():
+        raise InsufficientMemoryError(
+            f"a result of {rows:,} x {cols:,} on the GPU", kept, impl.memory_available(),
+            "drop device=True for a NumPy result, or pass out= to stream it into a store")
 
     def make_plan(may_build: bool):
         return plan_job(graph, algorithm=algorithm, backend=backend, dtype=dtype,
                         sources=sources, batch_size=batch_size, predecessors=predecessors,
-                        n_workers=1, memory=impl.memory_available(), targets=targets,
-                        hierarchy_ready=ready, may_build=may_build, stored=False)
+                        n_workers=1, memory=impl.memory_available() - kept,
+                        targets=targets, hierarchy_ready=ready, may_build=may_build,
+                        stored=False)
 
     plan = make_plan(may_build=True)
     if needs_hierarchy(plan.algorithm) and algorithm == "auto" and not ready:
@@ -308,6 +346,9 @@ def _in_process(graph: Graph, *, backend, algorithm, dtype, sources, targets, ba
             # would not fit in memory)
             plan = make_plan(may_build=False)
     shape = (plan.n_sources, plan.n_targets(graph.n))
+    potentials = impl.potentials(graph) if graph.has_negative_weights else None
+    if device and graph.m:
+        return _device_rows(impl, graph, plan, shape, potentials, bar)
     needed = shape[0] * shape[1] * (np.dtype(plan.dtype).itemsize + (4 if predecessors
                                                                       else 0))
     free = host_memory_available()
@@ -325,14 +366,24 @@ def _in_process(graph: Graph, *, backend, algorithm, dtype, sources, targets, ba
         if predecessors:
             pred.fill(-1)
         bar.update(plan.n_sources, plan.n_sources)
+        if device:
+            dist, pred = impl.to_device(dist), pred if pred is None else impl.to_device(pred)
         return (dist, pred) if predecessors else dist
-    potentials = impl.potentials(graph) if graph.has_negative_weights else None
     fill = impl.fill_rows_exact if plan.checked32 else impl.fill_rows
     wide = fill(graph, plan.sources, dist, pred, batch_size=plan.batch_size,
                 algorithm=plan.spec, potentials=potentials, columns=plan.targets,
                 on_rows=lambda done: bar.update(done, done))
     dist = dist if wide is None else wide     # float64 where a batch failed its check
     return (dist, pred) if predecessors else dist
+
+
+def _device_rows(impl, graph: Graph, plan, shape: tuple, potentials, bar: ProgressBar):
+    dist, pred = impl.device_rows(graph, plan.sources, shape, plan.dtype,
+                                  predecessors=plan.predecessors, batch_size=plan.batch_size,
+                                  algorithm=plan.spec, potentials=potentials,
+                                  columns=plan.targets, checked32=plan.checked32,
+                                  on_rows=lambda done: bar.update(done, done))
+    return (dist, pred) if plan.predecessors else dist
 
 
 def host_memory_available() -> int:

@@ -15,7 +15,7 @@ import numpy as np
 
 from .. import algorithms as registry
 from ..cuda.floyd_warshall_rows import SLAB_ALIGN  # slabs start at multiples of the pivot blocks
-from ..errors import Float32Inexact
+from ..errors import Float32Inexact, UnsupportedError
 from ..graph import Graph
 from ..reductions import (HISTOGRAM_BINS, REDUCTIONS, histogram_counts, lone_reductions,
                           metric_values, ordered_harmonic, row_reductions)
@@ -154,6 +154,17 @@ class Backend(ABC):
                 pred[lo:hi] = res.predecessors
             if on_rows:
                 on_rows(hi)
+
+    def device_rows(self, graph: Graph, sources: np.ndarray, shape: tuple, dtype, *,
+                    predecessors: bool, batch_size: int, algorithm,
+                    potentials: np.ndarray | None = None,
+                    columns: np.ndarray | None = None,
+                    on_rows: Callable[[int], None] | None = None,
+                    checked32: bool = False) -> tuple:
+        """``(distances, predecessors or None)`` as arrays of this backend's device,
+        where it has one besides the host (the GPU's: CuPy arrays)."""
+        raise UnsupportedError(f"the {self.name} backend keeps no arrays on a device; "
+                               "device=True needs the gpu backend")
 
     def largest_finite(self, block):
         """The largest finite value of a block this backend returned (0 where none

@@ -26,7 +26,7 @@ from ..cuda.staging import FRAME_GROUP_BYTES
 from ..errors import InsufficientMemoryError, UnsupportedError
 from ..graph import Graph
 from ..reductions import histogram_counts, row_reductions
-from .base import Backend, BatchResult, check_exact32, largest_finite
+from .base import FLOAT32_EXACT, Backend, BatchResult, check_exact32, largest_finite
 
 __all__ = ["GPUBackend", "array_key", "clear_device_cache", "csr_bytes", "float_dtype"]
 
@@ -287,6 +287,48 @@ class GPUBackend(Backend):
                     on_rows(hi)
             for lo, largest in checks:
                 check_exact32(float(largest), lo)
+
+    def device_rows(self, graph, sources, shape, dtype, *, predecessors, batch_size,
+                    algorithm, potentials=None, columns=None, on_rows=None,
+                    checked32=False) -> tuple:
+        """As :meth:`Backend.device_rows`: the rows stay on this device, each batch's
+        block copied into one CuPy array.  ``checked32``: from a batch whose largest
+        distance reaches 2**24 on, the rows are computed in float64 (the array
+        becomes float64), as :meth:`Backend.fill_rows_exact` does on the host."""
+        spec = self._spec(graph, algorithm)           # before anything is allocated
+        dt = float_dtype(dtype)
+        self._check_predecessors(dt, predecessors)
+        cupy = gpu.cupy_module()
+        dist = cupy.empty(shape, dtype=dt)
+        pred = cupy.empty((len(sources), graph.n), dtype=cupy.int32) if predecessors else None
+        with gpu.caller_stream():
+            for lo in range(0, len(sources), batch_size):
+                hi = min(lo + batch_size, len(sources))
+                while True:
+                    res = self.distances(graph, sources[lo:hi], algorithm=spec,
+                                         dtype=dist.dtype, predecessors=predecessors,
+                                         potentials=potentials, device=True,
+                                         targets=columns)
+                    block = self.columns(res, columns)
+                    if not (checked32 and dist.dtype == np.float32 and
+                            float(self.largest_finite(block)) >= FLOAT32_EXACT):
+                        break
+                    wide = cupy.empty(shape, dtype=cupy.float64)
+                    wide[:lo] = dist[:lo]
+                    dist = wide
+                dist[lo:hi] = block
+                if pred is not None:
+                    pred[lo:hi] = res.predecessors
+                del res, block
+                if on_rows:
+                    on_rows(hi)
+            # the rows are whole before the caller's stream reads them
+            cupy.cuda.get_current_stream().synchronize()
+        return dist, pred
+
+    def to_device(self, array):
+        """A host array on this device (a CuPy array)."""
+        return gpu.to_device(array)
 
     def row_reductions(self, block) -> dict:
         """As :meth:`Backend.row_reductions`; a device block is reduced on its device

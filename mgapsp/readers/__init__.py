@@ -31,12 +31,12 @@ from ..errors import GraphFormatError, UnsupportedError, quote
 from ..graph import Graph
 from .edgelists import read_csv, read_dimacs, read_pace, read_snap, read_tsv
 from .matrices import read_mtx, read_tsplib
-from .in_memory import as_graph
+from .in_memory import as_graph, is_cupy
 from .lines import TextLines
 from .text import FORMATS, ReadOptions, detect_format, resolve_format
 from .tntp import read_tntp
 
-__all__ = ["FORMATS", "as_graph", "detect_format", "read_graph"]
+__all__ = ["FORMATS", "as_graph", "detect_format", "is_cupy", "read_graph"]
 
 
 def read_graph(

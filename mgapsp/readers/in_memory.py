@@ -13,7 +13,7 @@ from ..errors import GraphFormatError, quote
 from ..graph import Graph, check_graph_fits
 from .frames import SOURCE, TARGET, from_frame, is_frame
 
-__all__ = ["as_graph"]
+__all__ = ["as_graph", "is_cupy"]
 
 
 def as_graph(obj, *, directed: bool | None = None, unweighted: bool = False,
@@ -72,6 +72,8 @@ def as_graph(obj, *, directed: bool | None = None, unweighted: bool = False,
             return Graph(obj.indptr, obj.indices, np.ones(obj.m), directed=obj.directed,
                          weighted=False, vertex_ids=obj.vertex_ids, name=obj.name)
         return obj
+    if is_cupy(obj):            # a CuPy array or cupyx sparse matrix: its host copy
+        obj = obj.get()
     if isinstance(obj, (str, os.PathLike)):
         from . import read_graph
 
@@ -95,6 +97,12 @@ def as_graph(obj, *, directed: bool | None = None, unweighted: bool = False,
     if isinstance(obj, (np.ndarray, list)) or hasattr(obj, "__array__"):
         return _from_dense(obj, directed, unweighted)
     raise GraphFormatError(f"cannot make a graph from an object of type {type(obj).__name__}")
+
+
+def is_cupy(obj) -> bool:
+    """Whether ``obj`` is a CuPy array or a cupyx sparse matrix (told by its type's
+    module: reading one imports no CuPy here)."""
+    return type(obj).__module__.split(".")[0] in ("cupy", "cupyx") and hasattr(obj, "get")
 
 
 def _from_scipy(mat, directed, unweighted) -> Graph:
