@@ -183,7 +183,8 @@ def grid1000_phast(limit: float) -> dict:
     seconds: the hierarchy's build and the sweeps, timed apart."""
     code = f"""
 import sys, time, json
-import generators, mgapsp
+import mgapsp
+from bench import generators
 from mgapsp import hierarchy
 gen = generators.grid(1000, drop=0.1, seed=1)
 m = gen.csr()
