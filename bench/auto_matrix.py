@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import json
-import sys
 import time
 from pathlib import Path
 
@@ -26,14 +25,14 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.sparse import csgraph
 
-ROOT = Path(__file__).resolve().parents[1]
+from bench import generators
+from bench.timing import first_then_median
+import mgapsp
+from mgapsp import hierarchy
+from mgapsp.backends import get_backend
+from mgapsp.plan import plan_job
 
-from bench import generators  # noqa: E402
-import mgapsp  # noqa: E402
-from mgapsp import hierarchy  # noqa: E402
-from mgapsp.backends import get_backend  # noqa: E402
-from mgapsp.plan import plan_job  # noqa: E402
-from bench.timing import first_then_median  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 DATA = ROOT / "tests" / "data"
 BACKEND = "gpu"

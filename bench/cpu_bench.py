@@ -48,11 +48,10 @@ from pathlib import Path
 import numpy as np
 from scipy.sparse import csgraph
 
+from bench.timing import median_wall  # a warm-up, then the median
+import mgapsp
+
 ROOT = Path(__file__).resolve().parents[1]
-
-import mgapsp  # noqa: E402
-
-from bench.timing import median_wall  # noqa: E402  (a warm-up, then the median)
 
 GRAPHS = {"rome99": "rome99.gr", "Austin": "Austin_net.tntp",
           "p2p-Gnutella09": "p2p-Gnutella09.txt", "NY": "NY.pace.gr.gz"}

@@ -1,6 +1,6 @@
 """Time the blocked Floyd-Warshall kernels on one GPU (see bench/NOTES.md).
 
-    PYTHONPATH=$PWD python3 -m bench.fw_bench [--n 16384] [--repeats 3]
+    python3 -m bench.fw_bench [--n 16384] [--repeats 3]
     compute-sanitizer --tool memcheck python3 -m bench.fw_bench --memcheck
     ncu --clock-control none -k regex:f32nn -s 3 -c 1 --section SchedulerStats \
         --section WarpStateStats --section ComputeWorkloadAnalysis \

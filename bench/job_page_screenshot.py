@@ -17,16 +17,13 @@ import argparse
 import os
 import shutil
 import subprocess
-import sys
 import tempfile
 import threading
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-
-import mgapsp  # noqa: E402
-from mgapsp.jobs.dashboard import JobPagePlugin, page_link  # noqa: E402
+import mgapsp
+from mgapsp.jobs.dashboard import JobPagePlugin, page_link
 
 
 def _rows_stored(dask_scheduler) -> tuple[int, int]:

@@ -24,10 +24,10 @@ from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
+import mgapsp
+from mgapsp.jobs import driver
 
-import mgapsp  # noqa: E402
-from mgapsp.jobs import driver  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 WITH_PAGE = driver.reporting
 

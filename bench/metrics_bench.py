@@ -40,11 +40,11 @@ from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
+from bench import generators
+from bench.timing import first_then_median
+import mgapsp
 
-from bench import generators  # noqa: E402
-import mgapsp  # noqa: E402
-from bench.timing import first_then_median  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 BACKEND = "gpu"
 #: NetworKit's algorithms to run (each takes tens of seconds to minutes)

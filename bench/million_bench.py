@@ -38,14 +38,13 @@ from pathlib import Path
 import numpy as np
 from scipy.sparse import csgraph
 
-ROOT = Path(__file__).resolve().parents[1]
+from bench import generators, sssp_check
+from bench.timing import first_then_median
+import mgapsp
+from mgapsp.backends import get_backend
+from mgapsp.plan import plan_job
 
-from bench import generators  # noqa: E402
-import mgapsp  # noqa: E402
-from bench import sssp_check  # noqa: E402
-from bench.timing import first_then_median  # noqa: E402
-from mgapsp.backends import get_backend  # noqa: E402
-from mgapsp.plan import plan_job  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 GRAPHS = {"rmat20": (lambda: generators.rmat(20, 8, seed=1), 4096),
           "grid1000": (lambda: generators.grid(1000, drop=0.1, seed=1), 1024)}

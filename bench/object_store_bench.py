@@ -22,17 +22,16 @@ import json
 import os
 import shutil
 import statistics
-import sys
 import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+import numpy as np
+
+from tests.s3_local import S3Server
+
 ROOT = Path(__file__).resolve().parents[1]
-
-import numpy as np  # noqa: E402
-
-from tests.s3_local import S3Server  # noqa: E402
 
 OBJECT = 16 * 2**20
 OBJECTS = 64

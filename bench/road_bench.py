@@ -35,21 +35,19 @@ import json
 import multiprocessing as mp
 import os
 import statistics
-import sys
 import time
 from pathlib import Path
 
 import numpy as np
 from scipy.sparse import csgraph
 
+from bench.peers import gpu_peers
+from bench.timing import median_wall
+import mgapsp
+from mgapsp import hierarchy
+from workflows.benchmark import gpu_time
+
 ROOT = Path(__file__).resolve().parents[1]
-
-import mgapsp  # noqa: E402
-from mgapsp import hierarchy  # noqa: E402
-from workflows.benchmark import gpu_time  # noqa: E402
-
-from bench.peers import gpu_peers  # noqa: E402
-from bench.timing import median_wall  # noqa: E402
 
 DATA = ROOT / "tests" / "data"
 ROWS: list[dict] = []

@@ -48,17 +48,17 @@ import multiprocessing as mp
 import os
 import resource
 import statistics
-import sys
 import time
 from pathlib import Path
 
 import numpy as np
 from scipy.sparse import csgraph
 
+from bench import generators
+import mgapsp
+
 ROOT = Path(__file__).resolve().parents[1]
 
-from bench import generators  # noqa: E402
-import mgapsp  # noqa: E402
 
 def _ny():
     g = mgapsp.read_graph(ROOT / "tests" / "data" / "NY.pace.gr.gz")

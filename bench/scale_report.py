@@ -37,10 +37,10 @@ from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
+from bench import generators
+from bench.million_bench import _BUSY
 
-from bench import generators  # noqa: E402
-from bench.million_bench import _BUSY  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 #: rows a job computes, by family and scale: a few seconds of work each
 SLICES = {"rmat": {10: 1024, 12: 1024, 16: 16384, 17: 16384, 18: 8192, 19: 8192, 20: 4096, 21: 2048,

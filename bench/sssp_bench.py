@@ -18,19 +18,16 @@ import dataclasses
 import json
 import os
 import statistics
-import sys
 import time
 from pathlib import Path
 
+import cupy
 import numpy as np
 from scipy.sparse import csgraph
 
-
-import cupy  # noqa: E402
-
-from mgapsp.cuda import bellman_ford, device, frontier, sssp  # noqa: E402
-from mgapsp.graph import Graph  # noqa: E402
-from mgapsp.readers import read_graph  # noqa: E402
+from mgapsp.cuda import bellman_ford, device, frontier, sssp
+from mgapsp.graph import Graph
+from mgapsp.readers import read_graph
 
 DATA = Path(__file__).resolve().parents[1] / "tests" / "data"
 #: the Bellman-Ford switches, each measured off in the ablation rows

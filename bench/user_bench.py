@@ -40,14 +40,13 @@ from pathlib import Path
 import numpy as np
 from scipy.sparse import csgraph
 
+from bench.timing import median_wall
+import mgapsp
+from mgapsp.backends import get_backend
+from mgapsp.graph import Graph
+from workflows.benchmark import gpu_time
+
 ROOT = Path(__file__).resolve().parents[1]
-
-import mgapsp  # noqa: E402
-from mgapsp.backends import get_backend  # noqa: E402
-from mgapsp.graph import Graph  # noqa: E402
-from workflows.benchmark import gpu_time  # noqa: E402
-
-from bench.timing import median_wall  # noqa: E402
 
 DATA = ROOT / "tests" / "data"
 ROWS: list[dict] = []

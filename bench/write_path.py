@@ -40,11 +40,11 @@ from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
+from bench import generators
+from bench.million_bench import _sources, disk_write_rate, workers
+import mgapsp
 
-from bench import generators  # noqa: E402
-import mgapsp  # noqa: E402
-from bench.million_bench import _sources, disk_write_rate, workers  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 NY = ROOT / "tests" / "data" / "NY.pace.gr.gz"
 
