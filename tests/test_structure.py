@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import ast
 import configparser
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -13,6 +15,9 @@ import mgapsp
 
 PACKAGE = Path(mgapsp.__file__).parent
 MODULES = sorted(PACKAGE.rglob("*.py"))
+BENCH = PACKAGE.parent / "bench"
+#: the repository's own packages, which a benchmark may always import
+OURS = ("bench", "mgapsp", "tests", "workflows")
 #: most lines of code of one function, its docstring aside
 LONGEST = 120
 
@@ -96,13 +101,57 @@ def test_an_only_contract_covers_every_other_module(name):
 
 def test_the_benchmarks_are_a_package_without_path_edits():
     """Issue 53: ``bench`` is a package run as ``python -m bench.NAME`` from the root; a
-    script that edits ``sys.path`` would import what the path happens to hold."""
-    bench = PACKAGE.parent / "bench"
-    assert (bench / "__init__.py").is_file() and (bench / "peers" / "__init__.py").is_file()
-    edits = []
-    for path in sorted(bench.rglob("*.py")):
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            if (isinstance(node, ast.Attribute) and node.attr == "path"
-                    and isinstance(node.value, ast.Name) and node.value.id == "sys"):
-                edits.append(f"{path.relative_to(bench.parent)}:{node.lineno}")
+    script that edits ``sys.path`` would import what the path happens to hold.  Read as
+    text: the code a script hands a child process (``python -c``) counts too."""
+    assert (BENCH / "__init__.py").is_file() and (BENCH / "peers" / "__init__.py").is_file()
+    edits = [f"{path.relative_to(BENCH.parent)}:{number}"
+             for path in sorted(BENCH.rglob("*.py"))
+             for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+             if "sys.path" in line or "addsitedir" in line]
     assert not edits, f"sys.path named in {edits}"
+
+
+def _runs_nothing(node) -> bool:
+    if isinstance(node, ast.If):        # the guard, and nothing else at the top
+        return ast.unparse(node.test) == "__name__ == '__main__'"
+    if isinstance(node, ast.Expr):      # the docstring
+        return isinstance(node.value, ast.Constant)
+    return isinstance(node, (ast.Import, ast.ImportFrom, ast.FunctionDef,
+                             ast.AsyncFunctionDef, ast.ClassDef, ast.Assign, ast.AnnAssign))
+
+
+def test_the_benchmarks_work_only_under_their_main_guard():
+    """Issue 53: at the top of a benchmark stand imports, definitions, assignments and
+    ``if __name__ == "__main__":``, so importing ``bench.NAME`` (as other benchmarks and the
+    tests do) runs nothing, and one that starts Dask's worker processes keeps its guard."""
+    loose, unguarded = [], []
+    for path in sorted(BENCH.rglob("*.py")):
+        body = ast.parse(path.read_text(encoding="utf-8")).body
+        name = str(path.relative_to(BENCH.parent))
+        loose += [f"{name}:{node.lineno}" for node in body if not _runs_nothing(node)]
+        if any(isinstance(node, ast.FunctionDef) and node.name == "main" for node in body) \
+                and not any(isinstance(node, ast.If) for node in body):
+            unguarded.append(name)
+    assert not loose, f"work done at import: {loose}"
+    assert not unguarded, f"a main() without the __main__ guard: {unguarded}"
+
+
+def test_every_benchmark_imports_as_bench_name():
+    """Issue 53: each script imports as ``bench.NAME`` from the repository's root, as
+    ``python -m bench.NAME`` runs it, in a fresh process; a module of another project may
+    be missing here (CuPy, where there is no GPU), none of ours."""
+    names = [".".join(path.relative_to(BENCH.parent).with_suffix("").parts)
+             for path in sorted(BENCH.rglob("*.py")) if path.name != "__init__.py"]
+    code = ("import importlib\n"
+            f"for name in {names!r}:\n"
+            "    try:\n"
+            "        importlib.import_module(name)\n"
+            "    except ModuleNotFoundError as e:\n"
+            f"        if (e.name or '').split('.')[0] in {OURS!r}:\n"
+            "            print(name, repr(e))\n"
+            "    except Exception as e:\n"
+            "        print(name, repr(e))\n")
+    proc = subprocess.run([sys.executable, "-c", code], cwd=BENCH.parent,
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0 and not proc.stdout, proc.stdout + proc.stderr
+    assert len(names) > 20 and "bench.timing" in names
