@@ -14,8 +14,9 @@ from .errors import (
     UnsupportedError,
 )
 from .graph import Graph
-from .metrics import (average_shortest_path_length, closeness_centrality, diameter,
-                      distance_histogram, eccentricity, harmonic_centrality)
+from .metrics import (average_shortest_path_length, betweenness_centrality,
+                      closeness_centrality, diameter, distance_histogram, eccentricity,
+                      edge_betweenness_centrality, harmonic_centrality)
 from .readers import as_graph, read_graph
 
 __version__ = "0.1.0"
@@ -38,6 +39,8 @@ __all__ = [
     "floyd_warshall",
     "closeness_centrality",
     "harmonic_centrality",
+    "betweenness_centrality",
+    "edge_betweenness_centrality",
     "eccentricity",
     "diameter",
     "average_shortest_path_length",

@@ -1,6 +1,6 @@
-"""Network metrics without the n x n matrix: closeness and harmonic centrality,
-eccentricity, diameter and the average shortest path length, with NetworkX's
-signatures and definitions.
+"""Network metrics without the n x n matrix: closeness, harmonic and betweenness
+centrality, eccentricity, diameter and the average shortest path length, with
+NetworkX's signatures and definitions.
 
 Each source's row is reduced where it is computed (on the GPU, on its device: the sum
 of its finite distances, how many there are, the sum of their reciprocals, the
@@ -20,6 +20,7 @@ network's hierarchy, built once per process).
 
 from __future__ import annotations
 
+import math
 import sys
 
 import numpy as np
@@ -35,8 +36,11 @@ from .errors import MgapspError, UnsupportedError
 from .graph import Graph
 from .plan import plan_job
 from .readers import as_graph
+from .cpu_sssp import threads
+from .jit import compiled
 
-__all__ = ["closeness_centrality", "harmonic_centrality", "eccentricity", "diameter",
+__all__ = ["closeness_centrality", "harmonic_centrality", "betweenness_centrality",
+           "edge_betweenness_centrality", "eccentricity", "diameter",
            "average_shortest_path_length", "distance_histogram", "row_metrics",
            "reversed_graph"]
 
@@ -349,3 +353,126 @@ def distance_histogram(G, sources=None, weight=None, *, backend: str = "auto",
     red = row_metrics(g, froms, backend=backend, algorithm=algorithm, histogram=True)
     unreachable = int(len(red["reachable"]) * g.n - red["reachable"].sum())
     return _histogram(red["histogram"], unreachable, integral=g.integral_weights)
+
+
+# -- betweenness: Brandes' dependencies, each source's search and ties as NetworkX's ----
+# Each source's search and its dependencies are NetworkX's (mgapsp.cpu_sssp.brandes):
+# Dijkstra's ties decided by == on float64 distances summed in NetworkX's order, hops
+# without a weight; the sources run on every core and only the sums are kept, added in
+# another order than NetworkX's (its values to about 1e-15 relative).  The scaling is
+# NetworkX 3.6's.
+
+def betweenness_centrality(G, k=None, normalized=True, weight=None, endpoints=False,
+                           seed=None):
+    """NetworkX's ``betweenness_centrality``: for each vertex the sum over pairs
+    ``(s, t)`` of the fraction of shortest ``s``-``t`` paths through it; ``k``: from
+    ``k`` sources drawn by ``seed`` (a ``random.Random``, an int, or None) as NetworkX
+    draws them.  Returns a dict keyed by vertex.
+
+    >>> import networkx as nx, mgapsp
+    >>> mgapsp.betweenness_centrality(nx.path_graph(3))
+    {0: 0.0, 1: 1.0, 2: 0.0}
+    """
+    g, labels = _read_for_paths(G, weight, "betweenness_centrality")
+    if k == g.n:
+        k = None
+    sources, sampled = _drawn_sources(G, labels, k, seed)
+    bc, _ = _dependencies(g, sources, endpoints)
+    directed = G.is_directed() if _is_networkx(G) else g.directed
+    scale = _scales(g.n, sampled, normalized=normalized, directed=directed,
+                    endpoints=endpoints)
+    return dict(zip(labels, (bc * scale).tolist()))
+
+
+def edge_betweenness_centrality(G, k=None, normalized=True, weight=None, seed=None):
+    """NetworkX's ``edge_betweenness_centrality``: for each edge the sum over pairs of
+    the fraction of shortest paths along it.  Returns a dict keyed by edge, as
+    ``G.edges()`` orients them (other inputs: each arc, or each undirected edge once
+    from its lower vertex)."""
+    if _is_networkx(G) and G.is_multigraph():
+        raise MgapspError("edge_betweenness_centrality of a multigraph keys its edges; "
+                          "use NetworkX for it")
+    g, labels = _read_for_paths(G, weight, "edge_betweenness_centrality")
+    sources, sampled = _drawn_sources(G, labels, k, seed)
+    _, ebc = _dependencies(g, sources, False)
+    directed = G.is_directed() if _is_networkx(G) else g.directed
+    scale = _scales(g.n, sampled, normalized=normalized, directed=directed,
+                    endpoints=True)
+    scale = float(np.asarray(scale).flat[0]) if np.ndim(scale) else scale
+    edges = _edges(G, g, labels, directed)
+    # an arc a weight function hid (None) is on no path: 0, as NetworkX leaves it
+    return {key: float(((ebc[a] if a >= 0 else 0.0)
+                        + (ebc[b] if b >= 0 and b != a else 0.0)) * scale)
+            for key, a, b in edges}
+
+
+def _read_for_paths(G, weight, name: str) -> tuple[Graph, list]:
+    g = _graph(G, weight)
+    _no_negative(G, g, name)
+    return g, g.labels.tolist()
+
+
+def _drawn_sources(G, labels: list, k, seed) -> tuple[np.ndarray, np.ndarray | None]:
+    """The sources as indices, in NetworkX's order, and which vertices were drawn
+    (None: every one)."""
+    n = len(labels)
+    if k is None:
+        return np.arange(n, dtype=np.int64), None
+    if seed is None or isinstance(seed, int):
+        import random
+
+        seed = random.Random(seed)
+    drawn = seed.sample(list(G.nodes()) if _is_networkx(G) else labels, k)
+    index = {v: i for i, v in enumerate(labels)}
+    sources = np.array([index[v] for v in drawn], dtype=np.int64)
+    sampled = np.zeros(n, dtype=bool)
+    sampled[sources] = True
+    return sources, sampled
+
+
+def _dependencies(g: Graph, sources: np.ndarray, endpoints: bool):
+    brandes = compiled("mgapsp.cpu_sssp.brandes")
+    weights = g.weights if g.weighted else np.ones(g.m)
+    return brandes.betweenness_rows(g.indptr, g.indices, weights, sources,
+                                    endpoints=endpoints, parts=4 * threads())
+
+
+def _scales(n: int, sampled, *, normalized: bool, directed: bool, endpoints: bool):
+    """NetworkX 3.6's ``_rescale``: the factor of each vertex's (or edge's) sum."""
+    N = n if endpoints else n - 1
+    if N < 2:
+        return 1.0
+    K = N if sampled is None else int(sampled.sum())
+    correction = 1 if directed else 2
+    if sampled is None or endpoints:
+        return 1 / (K * (N - 1)) if normalized else N / (K * correction)
+    if normalized:
+        source = 1 / ((K - 1) * (N - 1)) if K > 1 else math.nan
+        other = 1 / (K * (N - 1))
+    else:
+        source = N / ((K - 1) * correction) if K > 1 else math.nan
+        other = N / (K * correction)
+    return np.where(sampled, source, other)
+
+
+def _edges(G, g: Graph, labels: list, directed: bool) -> list:
+    """``(key, arc, reverse arc or -1)`` for each edge: arcs as positions in ``g``'s
+    CSR (an undirected edge is both of its arcs)."""
+    index = {v: i for i, v in enumerate(labels)}
+
+    def arc(u: int, v: int) -> int:
+        lo, hi = g.indptr[u], g.indptr[u + 1]
+        at = lo + int(np.searchsorted(g.indices[lo:hi], v))
+        return at if at < hi and g.indices[at] == v else -1
+
+    if _is_networkx(G):
+        pairs = [(u, v) for u, v in G.edges()]
+    else:
+        src = g.sources_of_edges
+        pairs = [(labels[a], labels[b]) for a, b in zip(src.tolist(), g.indices.tolist())
+                 if directed or a <= b]
+    out = []
+    for u, v in pairs:
+        a, b = index[u], index[v]
+        out.append(((u, v), arc(a, b), -1 if directed else arc(b, a)))
+    return out

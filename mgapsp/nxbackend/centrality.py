@@ -1,5 +1,6 @@
 """NetworkX's closeness and harmonic centrality on mgapsp distances, each sum added
-in NetworkX's order so that the floats are NetworkX's to the last bit."""
+in NetworkX's order so that the floats are NetworkX's to the last bit; its
+betweenness on mgapsp's Brandes (:func:`mgapsp.metrics.betweenness_centrality`)."""
 
 from __future__ import annotations
 
@@ -9,12 +10,14 @@ import numpy as np
 from .convert import FallBack, backend_graph, for_hops, for_weight
 from .registry import dispatches
 from ..api import resolve_backend
+from .. import metrics
 from ..metrics import ordered_harmonic, row_metrics
 from ..reductions import metric_values
 from ..reductions import ordered_harmonic as add_harmonic
 from .rows import distance_rows, int_sum
 
-__all__ = ["closeness_centrality", "harmonic_centrality"]
+__all__ = ["closeness_centrality", "harmonic_centrality", "betweenness_centrality",
+           "edge_betweenness_centrality"]
 
 
 def _lengths(G, distance, *, reverse: bool):
@@ -115,3 +118,23 @@ def harmonic_centrality(G, nbunch=None, distance=None, sources=None):
             if len(d):
                 centrality[conv.nodes[s]] = float(np.cumsum(1.0 / np.sort(d))[-1])
     return centrality
+
+
+@dispatches()
+def betweenness_centrality(G, k=None, normalized=True, weight=None, endpoints=False,
+                           seed=None):
+    nxg = backend_graph(G).graph
+    _lengths(G, weight, reverse=False)      # negative weights: NetworkX's own answer
+    # seed comes as NetworkX's decorator made it (a random.Random): the same draw
+    return metrics.betweenness_centrality(nxg, k=k, normalized=normalized, weight=weight,
+                                          endpoints=endpoints, seed=seed)
+
+
+@dispatches()
+def edge_betweenness_centrality(G, k=None, normalized=True, weight=None, seed=None):
+    nxg = backend_graph(G).graph
+    if nxg.is_multigraph():
+        raise FallBack("a multigraph's edges are keyed: NetworkX's own answer")
+    _lengths(G, weight, reverse=False)
+    return metrics.edge_betweenness_centrality(nxg, k=k, normalized=normalized,
+                                               weight=weight, seed=seed)
