@@ -27,8 +27,8 @@ def _networkx(graph: mgapsp.Graph):
     return G
 
 
-@pytest.mark.parametrize("name", ["karate.mtx", "USAir97.mtx", "netscience.mtx",
-                                  "SiouxFalls_net.tntp"])
+@pytest.mark.parametrize("name", ["karate.mtx", "USAir97.mtx", "SiouxFalls_net.tntp",
+                                  pytest.param("netscience.mtx", marks=pytest.mark.slow)])
 def test_real_graphs_are_networkxs(data_dir, name):
     G = _networkx(mgapsp.read_graph(data_dir / name))
     for weight in ("w", None) if len(G) < 1000 else ("w",):
@@ -50,7 +50,9 @@ def _random(trial: int):
     return G, None if kind == 2 else "w"
 
 
-@pytest.mark.parametrize("trial", range(60))
+# a few in the fast tier, the rest with the slow one (NetworkX's own sums take the time)
+@pytest.mark.parametrize("trial", [t if t < 6 else pytest.param(t, marks=pytest.mark.slow)
+                                   for t in range(60)])
 def test_random_graphs_are_networkxs(trial):
     G, weight = _random(trial)
     k = max(1, len(G) // 3)
