@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
+import signal
 import subprocess
 import tempfile
 import threading
@@ -57,7 +58,8 @@ def shoot(browser: str, url: str, out: Path, settle_s: float) -> None:
     with tempfile.TemporaryFile("w+") as log:
         proc = subprocess.Popen([browser, "--no-sandbox", "--hide-scrollbars",
                                  "--remote-debugging-port=0", "--window-size=1280,1200",
-                                 "about:blank"], stderr=log, stdout=subprocess.DEVNULL)
+                                 "about:blank"], stderr=log, stdout=subprocess.DEVNULL,
+                                start_new_session=True)
         try:
             endpoint = None
             deadline = time.time() + 30
@@ -75,7 +77,9 @@ def shoot(browser: str, url: str, out: Path, settle_s: float) -> None:
                 lambda: _capture(target["webSocketDebuggerUrl"], url, settle_s),
                 timeout=180)
         finally:
-            proc.kill()
+            # the browser's own children (renderer, GPU process) too: killing the
+            # browser alone left them running after every screenshot
+            os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_bytes(png)
