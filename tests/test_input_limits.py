@@ -208,6 +208,7 @@ def limited(tmp_path_factory):
             "lines_gz": lines_gz, "many": many, "many_gz": many_gz}
 
 
+@pytest.mark.slow     # one capped subprocess reads 28 million lines: 20 s
 def test_the_cap_is_what_available_memory_reports(limited):
     """The capped subprocess sees its cap, not the machine (else the cases below would
     not test the check on every machine alike)."""
@@ -215,6 +216,7 @@ def test_the_cap_is_what_available_memory_reports(limited):
     assert 0 < report["available"] <= report["extra"]
 
 
+@pytest.mark.slow     # one capped subprocess reads 28 million lines: 20 s
 @pytest.mark.parametrize("name", list(_huge_files()))
 def test_a_huge_declared_count_is_one_error_naming_file_line_and_value(limited, name):
     path, text, prefix, value = limited["files"][name]
@@ -232,6 +234,7 @@ def test_a_huge_declared_count_is_one_error_naming_file_line_and_value(limited, 
     assert res["maxrss"] < MAX_RSS, f"{name}: peak {res['maxrss'] / GiB:.2f} GiB"
 
 
+@pytest.mark.slow     # one capped subprocess reads 28 million lines: 20 s
 def test_large_ids_of_an_edge_list_are_labels(limited):
     """A SNAP file's ids are labels: 2,000,000,000 costs one vertex, not 2e9."""
     res = limited["report"]["cases"]["snap-labels"]
@@ -243,6 +246,7 @@ def test_large_ids_of_an_edge_list_are_labels(limited):
     assert res["maxrss"] < MAX_RSS and res["seconds"] < 30
 
 
+@pytest.mark.slow     # one capped subprocess reads 28 million lines: 20 s
 def test_a_dense_matrix_market_file_is_refused_at_its_banner(limited):
     """``array`` files are not read at all (only coordinate files hold graphs), so
     their declared size never allocates anything."""
@@ -252,6 +256,7 @@ def test_a_dense_matrix_market_file_is_refused_at_its_banner(limited):
     assert res["maxrss"] < MAX_RSS
 
 
+@pytest.mark.slow     # one capped subprocess reads 28 million lines: 20 s
 def test_a_gzip_bomb_is_refused_before_it_fills_memory(limited):
     res = limited["report"]["cases"]["gzip-bomb"]
     assert res["type"] == "GraphFormatError", res
@@ -260,6 +265,7 @@ def test_a_gzip_bomb_is_refused_before_it_fills_memory(limited):
     assert res["maxrss"] < MAX_RSS, f"peak {res['maxrss'] / GiB:.2f} GiB"
 
 
+@pytest.mark.slow     # one capped subprocess reads 28 million lines: 20 s
 @pytest.mark.parametrize("case", ["short-lines", "short-lines-gz"])
 def test_many_short_lines_are_read_in_blocks_within_memory(limited, case):
     """Issue 56, item 13: 10 million lines of ``0 1`` (40 MB), which needed about 240
@@ -271,6 +277,7 @@ def test_many_short_lines_are_read_in_blocks_within_memory(limited, case):
     assert res["maxrss"] < MAX_RSS, f"peak {res['maxrss'] / GiB:.2f} GiB"
 
 
+@pytest.mark.slow     # one capped subprocess reads 28 million lines: 20 s
 def test_a_file_of_more_lines_than_memory_is_refused_before_it_is_read(limited):
     """Its lines are counted in its bytes first: one line naming the file, its size,
     its lines and the memory."""
@@ -283,6 +290,7 @@ def test_a_file_of_more_lines_than_memory_is_refused_before_it_is_read(limited):
     assert res["maxrss"] < MAX_RSS, f"peak {res['maxrss'] / GiB:.2f} GiB"
 
 
+@pytest.mark.slow     # one capped subprocess reads 28 million lines: 20 s
 def test_a_stream_of_more_records_than_memory_is_refused_as_it_outgrows_it(limited):
     """A gzip's lines cannot be counted before it is read: refused in one line once the
     records read so far would not leave room to build the graph, not killed."""
@@ -294,6 +302,7 @@ def test_a_stream_of_more_records_than_memory_is_refused_as_it_outgrows_it(limit
     assert res["maxrss"] < MAX_RSS, f"peak {res['maxrss'] / GiB:.2f} GiB"
 
 
+@pytest.mark.slow     # one capped subprocess reads 28 million lines: 20 s
 def test_a_huge_weight_column_index_is_refused_at_once(limited):
     """A CSV weight column far beyond the record's fields is refused on the first
     record, not by a list of a billion column names."""
@@ -303,6 +312,7 @@ def test_a_huge_weight_column_index_is_refused_at_once(limited):
     assert res["maxrss"] < MAX_RSS and res["seconds"] < 30
 
 
+@pytest.mark.slow     # one capped subprocess reads 28 million lines: 20 s
 @pytest.mark.parametrize("how", ["scipy-as-graph", "scipy-apsp"])
 def test_a_huge_sparse_shape_is_one_error(limited, how):
     """A SciPy matrix of shape 2e9 x 2e9 with one entry: as_graph would allocate
