@@ -100,10 +100,8 @@ def apsp(graph, *, out=None, algorithm: str = "auto", backend: str = "auto",
     distances : bool
         ``False`` (with ``out`` and ``metrics``): the metrics alone, not the rows.
     device : bool, optional
-        ``True``: the distances (and predecessors) as CuPy arrays on the GPU, computed
-        in this process by the gpu backend and never copied to the host.  By default,
-        as the input: a CuPy array or cupyx sparse matrix gives CuPy arrays, anything
-        else NumPy arrays.
+        ``True``: CuPy arrays, computed here on the GPU, never copied to the host
+        (default: as the input, a CuPy array or cupyx sparse matrix gives them).
 
     Returns
     -------
@@ -138,25 +136,16 @@ def apsp(graph, *, out=None, algorithm: str = "auto", backend: str = "auto",
     ...             targets=[10, 30])
     array([6., 2.], dtype=float32)
     """
-    on_device = is_cupy(graph) if device is None else bool(device)
-    if on_device and (out is not None or client is not None):
-        raise MgapspError("device=True gives CuPy arrays computed in this process: it "
-                          "goes without out= and client=")
+    on_device = _answer_on_device(graph, device, out, client, metrics, distances)
     g = as_graph(graph, directed=directed, unweighted=unweighted, weight=weight,
                  source=source, target=target)
     sources, one_row = _checked_labels(sources, "sources", g)
     targets, _ = _checked_labels(targets, "targets", g)
     options = dict(algorithm=algorithm, dtype=dtype, sources=sources, targets=targets,
                    batch_size=batch_size, predecessors=predecessors)
-    if on_device:
-        return _rows(_on_device(g, backend, progress, options), one_row, predecessors)
     if out is None:
-        if metrics or not distances:
-            raise MgapspError("metrics= are stored beside the rows: give out= (or call "
-                              "mgapsp.closeness_centrality and its kin)")
-        return _rows(_array(g, client, backend, progress, options), one_row, predecessors)
-    if g.n == 0:
-        raise MgapspError("the graph has no vertices: there is nothing to store")
+        answer = (_on_device if on_device else _array)(g, client, backend, progress, options)
+        return _rows(answer, one_row, predecessors)
     return _into_store(g, out, client, backend, ProgressBar(enabled=progress), options,
                        resume=resume, overwrite=overwrite, compression=compression,
                        shards=shards, metrics=metrics, distances=distances)
@@ -164,6 +153,19 @@ def apsp(graph, *, out=None, algorithm: str = "auto", backend: str = "auto",
 
 # the registry's algorithms, as they are when mgapsp is imported
 apsp.__doc__ = apsp.__doc__.replace("<ALGORITHMS>", ", ".join(f'"{a}"' for a in BUILT_IN))
+
+
+def _answer_on_device(graph, device, out, client, metrics, distances) -> bool:
+    """Whether ``apsp``'s answer stays on the GPU (``device``; by default as the input),
+    once the options that do not go together are refused."""
+    on_device = is_cupy(graph) if device is None else bool(device)
+    if on_device and (out is not None or client is not None):
+        raise MgapspError("device=True gives CuPy arrays computed in this process: it "
+                          "goes without out= and client=")
+    if out is None and (metrics or not distances):
+        raise MgapspError("metrics= are stored beside the rows: give out= (or call "
+                          "mgapsp.closeness_centrality and its kin)")
+    return on_device
 
 
 def _array(g: Graph, client, backend: str, progress: bool, options: dict):
@@ -187,8 +189,9 @@ def _watch(bar: ProgressBar) -> dict:
                 on_progress=lambda report, done, total: bar.update(done, report.rows_run))
 
 
-def _on_device(g: Graph, backend: str, progress: bool, options: dict):
-    """``apsp(device=True)``: the rows as CuPy arrays of this process's GPU."""
+def _on_device(g: Graph, client, backend: str, progress: bool, options: dict):
+    """``apsp(device=True)``: the rows as CuPy arrays of this process's GPU (never on
+    ``client``'s workers: refused before)."""
     backend = resolve_backend(backend)
     if backend != "gpu":
         raise UnsupportedError(f"device=True needs the gpu backend, not {backend} (no "
@@ -229,6 +232,8 @@ def _on_client(g: Graph, client, backend: str, bar: ProgressBar, options: dict):
 def _into_store(g: Graph, out, client, backend: str, bar: ProgressBar, options: dict,
                 **store_options):
     """``apsp`` with ``out``: a job on ``client``, or on an embedded cluster."""
+    if g.n == 0:
+        raise MgapspError("the graph has no vertices: there is nothing to store")
     from .jobs.cluster import connect, one_process
     from .jobs.driver import run_job
     from .results import Result
