@@ -398,7 +398,6 @@ def edge_betweenness_centrality(G, k=None, normalized=True, weight=None, seed=No
     directed = G.is_directed() if _is_networkx(G) else g.directed
     scale = _scales(g.n, sampled, normalized=normalized, directed=directed,
                     endpoints=True)
-    scale = float(np.asarray(scale).flat[0]) if np.ndim(scale) else scale
     edges = _edges(G, g, labels, directed)
     # an arc a weight function hid (None) is on no path: 0, as NetworkX leaves it
     return {key: float(((ebc[a] if a >= 0 else 0.0)
