@@ -356,14 +356,20 @@ def distance_histogram(G, sources=None, weight=None, *, backend: str = "auto",
 
 
 # -- betweenness: Brandes' dependencies, each source's search and ties as NetworkX's ----
-# Each source's search and its dependencies are NetworkX's (mgapsp.cpu_sssp.brandes):
-# Dijkstra's ties decided by == on float64 distances summed in NetworkX's order, hops
-# without a weight; the sources run on every core and only the sums are kept, added in
-# another order than NetworkX's (its values to about 1e-15 relative).  The scaling is
-# NetworkX 3.6's.
+# On the CPU each source's search and its dependencies are NetworkX's
+# (mgapsp.cpu_sssp.brandes): Dijkstra's ties decided by == on float64 distances summed
+# in NetworkX's order, hops without a weight.  On a GPU a batch's distances come from
+# the batched searches, and a tie is == on them (mgapsp.cuda.brandes): with positive
+# weights every search's distance is the least fixed point of d(v) = min d(u) + w
+# rounded, NetworkX's own, as long as the sums are made left to right along a path
+# (Bellman-Ford and Dijkstra in float64; a hierarchy's shortcuts and Floyd-Warshall add
+# sub-paths, so they serve integer weights only, whose sums are exact).  Zero weights
+# make the DAG's order a matter of the search's own order: the CPU answers them.  Only
+# the sums are kept, added in another order than NetworkX's (its values to about
+# 1e-15 relative).  The scaling is NetworkX 3.6's.
 
 def betweenness_centrality(G, k=None, normalized=True, weight=None, endpoints=False,
-                           seed=None):
+                           seed=None, *, backend: str = "auto"):
     """NetworkX's ``betweenness_centrality``: for each vertex the sum over pairs
     ``(s, t)`` of the fraction of shortest ``s``-``t`` paths through it; ``k``: from
     ``k`` sources drawn by ``seed`` (a ``random.Random``, an int, or None) as NetworkX
@@ -377,14 +383,15 @@ def betweenness_centrality(G, k=None, normalized=True, weight=None, endpoints=Fa
     if k == g.n:
         k = None
     sources, sampled = _drawn_sources(G, labels, k, seed)
-    bc, _ = _dependencies(g, sources, endpoints)
+    bc, _ = _dependencies(g, sources, endpoints=endpoints, backend=backend)
     directed = G.is_directed() if _is_networkx(G) else g.directed
     scale = _scales(g.n, sampled, normalized=normalized, directed=directed,
                     endpoints=endpoints)
     return dict(zip(labels, (bc * scale).tolist()))
 
 
-def edge_betweenness_centrality(G, k=None, normalized=True, weight=None, seed=None):
+def edge_betweenness_centrality(G, k=None, normalized=True, weight=None, seed=None, *,
+                                backend: str = "auto"):
     """NetworkX's ``edge_betweenness_centrality``: for each edge the sum over pairs of
     the fraction of shortest paths along it.  Returns a dict keyed by edge, as
     ``G.edges()`` orients them (other inputs: each arc, or each undirected edge once
@@ -394,7 +401,7 @@ def edge_betweenness_centrality(G, k=None, normalized=True, weight=None, seed=No
                           "use NetworkX for it")
     g, labels = _read_for_paths(G, weight, "edge_betweenness_centrality")
     sources, sampled = _drawn_sources(G, labels, k, seed)
-    _, ebc = _dependencies(g, sources, False)
+    _, ebc = _dependencies(g, sources, endpoints=False, backend=backend, edges=True)
     directed = G.is_directed() if _is_networkx(G) else g.directed
     scale = _scales(g.n, sampled, normalized=normalized, directed=directed,
                     endpoints=True)
@@ -429,11 +436,30 @@ def _drawn_sources(G, labels: list, k, seed) -> tuple[np.ndarray, np.ndarray | N
     return sources, sampled
 
 
-def _dependencies(g: Graph, sources: np.ndarray, endpoints: bool):
+def _dependencies(g: Graph, sources: np.ndarray, *, endpoints: bool, backend: str,
+                  edges: bool = False):
+    """Brandes' dependencies of ``sources`` summed, per vertex and per arc (None
+    unless ``edges``), on the GPU where it gives NetworkX's ties, else the CPU."""
+    chosen = resolve_backend(backend)
+    if chosen == "gpu" and g.m and len(sources):
+        if g.min_weight > 0:
+            impl = get_backend("gpu")
+            plan = _plan(g, g.labels[sources], "gpu", "auto", impl)
+            spec = plan.spec
+            if not g.integral_weights and spec.name not in ("dijkstra", "bellman-ford"):
+                spec = "dijkstra"               # sums made left to right along a path
+            return impl.dependencies(g, sources, algorithm=spec, dtype=plan.dtype,
+                                     batch_size=plan.batch_size,
+                                     checked32=plan.checked32, endpoints=endpoints,
+                                     edges=edges)
+        if backend == "gpu":
+            raise UnsupportedError("betweenness with zero-weight edges runs on the cpu "
+                                   "backend: their ties follow the search's order")
     brandes = compiled("mgapsp.cpu_sssp.brandes")
     weights = g.weights if g.weighted else np.ones(g.m)
-    return brandes.betweenness_rows(g.indptr, g.indices, weights, sources,
-                                    endpoints=endpoints, parts=4 * threads())
+    bc, ebc = brandes.betweenness_rows(g.indptr, g.indices, weights, sources,
+                                       endpoints=endpoints, parts=4 * threads())
+    return bc, (ebc if edges else None)
 
 
 def _scales(n: int, sampled, *, normalized: bool, directed: bool, endpoints: bool):

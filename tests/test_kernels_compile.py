@@ -77,9 +77,15 @@ def _phast_names():
     return phast.KERNEL_FILE, phast.KERNEL_NAMES
 
 
+def _brandes_names():
+    from mgapsp.cuda import brandes
+
+    return brandes.KERNEL_FILE, brandes.KERNEL_NAMES
+
+
 @pytest.mark.parametrize("names", [lambda: (loader.KERNEL_FILE, bellman_ford.KERNEL_NAMES),
-                                   _blosc_names, _phast_names],
-                         ids=["bellman_ford", "blosc_lz4", "phast"])
+                                   _blosc_names, _phast_names, _brandes_names],
+                         ids=["bellman_ford", "blosc_lz4", "phast", "brandes"])
 def test_launched_kernels_are_defined(names):
     file, launched = names()
     text = loader.kernel_source(file)

@@ -20,7 +20,7 @@ from collections import OrderedDict
 import numpy as np
 
 from .. import algorithms as registry
-from ..cuda import bellman_ford, host_copy, reduce, staging
+from ..cuda import bellman_ford, brandes, host_copy, reduce, staging
 from ..cuda import device as gpu
 from ..cuda.staging import FRAME_GROUP_BYTES
 from ..errors import InsufficientMemoryError, UnsupportedError
@@ -325,6 +325,60 @@ class GPUBackend(Backend):
             # the rows are whole before the caller's stream reads them
             cupy.cuda.get_current_stream().synchronize()
         return dist, pred
+
+    def dependencies(self, graph: Graph, sources, *, algorithm, dtype, batch_size: int,
+                     checked32: bool = False, endpoints: bool = False,
+                     edges: bool = False) -> tuple:
+        """Brandes' dependencies of ``sources`` (distinct internal indices) summed per
+        vertex, and per arc of ``graph``'s CSR with ``edges`` (else None), unscaled:
+        host float64 arrays.  Each batch's distances by ``algorithm`` stay on the
+        device, where its path counts and dependencies are computed
+        (:mod:`mgapsp.cuda.brandes`) and added up; nothing per source leaves it.
+        Ties are ``==`` on NetworkX's distances: the caller gives positive weights;
+        integer ones in a ``dtype`` whose sums are exact (float32 ``checked32`` as in
+        :meth:`row_metrics`), others in float64 by an algorithm that sums along
+        paths (``dijkstra``, ``bellman-ford``), whose distances are then brought to
+        NetworkX's (:func:`mgapsp.cuda.brandes.add_dependencies`)."""
+        spec = self._spec(graph, algorithm)
+        dt = float_dtype(dtype)
+        src = self._check_sources(graph, sources)
+        searched = src[np.diff(graph.indptr)[src] > 0]   # an arcless source adds nothing
+        # sums of integers below 2**53 are exact whichever way they round
+        exact = graph.integral_weights and graph.path_sum_bound < 2.0**53
+        cupy = gpu.cupy_module()
+        with gpu.caller_stream():
+            width = self._brandes_width(graph, spec, dt, min(batch_size, len(searched)))
+            bc = cupy.zeros(graph.n, dtype=cupy.float64)
+            ebc = cupy.zeros(graph.m, dtype=cupy.float64) if edges else None
+            for lo in range(0, len(searched), width):
+                chunk = searched[lo:lo + width]
+                block = self.distances(graph, chunk, algorithm=spec, dtype=dt,
+                                       device=True).distances
+                if (checked32 and dt == np.float32
+                        and float(self.largest_finite(block)) >= FLOAT32_EXACT):
+                    dt = np.dtype(np.float64)           # this batch and the rest
+                    block = self.distances(graph, chunk, algorithm=spec, dtype=dt,
+                                           device=True).distances
+                brandes.add_dependencies(self.device_graph(graph, dt), block, chunk, bc,
+                                         ebc, endpoints=endpoints,
+                                         nearest=dt == np.float64 and not exact)
+                del block
+            return gpu.to_host(bc), (gpu.to_host(ebc) if edges else None)
+
+    def _brandes_width(self, graph: Graph, spec, dtype: np.dtype, most: int) -> int:
+        """Sources a batch of :meth:`dependencies` takes: at most ``most``, halved
+        until the search's batch and Brandes' state fit on the device."""
+        per = brandes.column_bytes(graph.n, graph.m, np.dtype(np.float64))
+        width = max(1, most)
+        needed = self.memory_needed(graph, width, algorithm=spec, dtype=dtype,
+                                    predecessors=False) + width * per
+        while width > 32 and needed > self.memory_available() * 0.9:
+            width //= 2
+            needed = self.memory_needed(graph, width, algorithm=spec, dtype=dtype,
+                                        predecessors=False) + width * per
+        self.ensure_memory(graph, needed, f"betweenness of {width} sources on "
+                           f"{graph.n} vertices", hint="use the cpu backend")
+        return width
 
     def to_device(self, array):
         """A host array on this device (a CuPy array)."""
