@@ -20,7 +20,6 @@ network's hierarchy, built once per process).
 
 from __future__ import annotations
 
-import math
 import sys
 
 import numpy as np
@@ -31,10 +30,10 @@ from .api import resolve_backend
 from .backends import get_backend
 from .reductions import HISTOGRAM_BINS, DistanceHistogram
 from .reductions import distance_histogram as _histogram
-from .reductions import lone_reductions, metric_values
+from .reductions import betweenness_scale, lone_reductions, metric_values
 from .errors import MgapspError, UnsupportedError
 from .graph import Graph
-from .plan import plan_job
+from .plan import brandes_algorithm, plan_job
 from .readers import as_graph
 from .cpu_sssp import threads
 from .jit import compiled
@@ -385,7 +384,7 @@ def betweenness_centrality(G, k=None, normalized=True, weight=None, endpoints=Fa
     sources, sampled = _drawn_sources(G, labels, k, seed)
     bc, _ = _dependencies(g, sources, endpoints=endpoints, backend=backend)
     directed = G.is_directed() if _is_networkx(G) else g.directed
-    scale = _scales(g.n, sampled, normalized=normalized, directed=directed,
+    scale = betweenness_scale(g.n, sampled, normalized=normalized, directed=directed,
                     endpoints=endpoints)
     return dict(zip(labels, (bc * scale).tolist()))
 
@@ -403,7 +402,7 @@ def edge_betweenness_centrality(G, k=None, normalized=True, weight=None, seed=No
     sources, sampled = _drawn_sources(G, labels, k, seed)
     _, ebc = _dependencies(g, sources, endpoints=False, backend=backend, edges=True)
     directed = G.is_directed() if _is_networkx(G) else g.directed
-    scale = _scales(g.n, sampled, normalized=normalized, directed=directed,
+    scale = betweenness_scale(g.n, sampled, normalized=normalized, directed=directed,
                     endpoints=True)
     edges = _edges(G, g, labels, directed)
     # an arc a weight function hid (None) is on no path: 0, as NetworkX leaves it
@@ -445,10 +444,8 @@ def _dependencies(g: Graph, sources: np.ndarray, *, endpoints: bool, backend: st
         if g.min_weight > 0:
             impl = get_backend("gpu")
             plan = _plan(g, g.labels[sources], "gpu", "auto", impl)
-            spec = plan.spec
-            if not g.integral_weights and spec.name not in ("dijkstra", "bellman-ford"):
-                spec = "dijkstra"               # sums made left to right along a path
-            return impl.dependencies(g, sources, algorithm=spec, dtype=plan.dtype,
+            algorithm = brandes_algorithm(g, plan.algorithm, "auto")
+            return impl.dependencies(g, sources, algorithm=algorithm, dtype=plan.dtype,
                                      batch_size=plan.batch_size,
                                      checked32=plan.checked32, endpoints=endpoints,
                                      edges=edges)
@@ -460,24 +457,6 @@ def _dependencies(g: Graph, sources: np.ndarray, *, endpoints: bool, backend: st
     bc, ebc = brandes.betweenness_rows(g.indptr, g.indices, weights, sources,
                                        endpoints=endpoints, parts=4 * threads())
     return bc, (ebc if edges else None)
-
-
-def _scales(n: int, sampled, *, normalized: bool, directed: bool, endpoints: bool):
-    """NetworkX 3.6's ``_rescale``: the factor of each vertex's (or edge's) sum."""
-    N = n if endpoints else n - 1
-    if N < 2:
-        return 1.0
-    K = N if sampled is None else int(sampled.sum())
-    correction = 1 if directed else 2
-    if sampled is None or endpoints:
-        return 1 / (K * (N - 1)) if normalized else N / (K * correction)
-    if normalized:
-        source = 1 / ((K - 1) * (N - 1)) if K > 1 else math.nan
-        other = 1 / (K * (N - 1))
-    else:
-        source = N / ((K - 1) * correction) if K > 1 else math.nan
-        other = N / (K * correction)
-    return np.where(sampled, source, other)
 
 
 def _edges(G, g: Graph, labels: list, directed: bool) -> list:

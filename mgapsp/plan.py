@@ -268,10 +268,31 @@ def owner_of_rows(bounds, start: int) -> int:
 #: reaches (itself included), the sum of their distances, NetworkX's closeness with
 #: Wasserman and Faust's scaling, the sum of the reciprocals of the positive
 #: distances (harmonic), the largest distance (eccentricity among those reached);
-#: and one per job, summed over its batches: the distribution of the distances
-#: (``histogram``, :func:`mgapsp.reductions.distance_histogram`)
+#: and per job, summed over its batches: the distribution of the distances
+#: (``histogram``, :func:`mgapsp.reductions.distance_histogram`) and each vertex's
+#: betweenness (``betweenness``, Brandes' dependencies of the batch's sources)
 METRICS = ("reachable", "distance_sum", "closeness", "harmonic", "eccentricity",
-           "histogram")
+           "histogram", "betweenness")
+#: the metrics kept per batch, summed when read, rather than per source
+PER_BATCH = ("histogram", "betweenness")
+#: the algorithms whose sums run left to right along a path, as NetworkX's Dijkstra
+#: adds them (a hierarchy's shortcuts and Floyd-Warshall add sub-paths)
+SUMS_ALONG_PATHS = (DIJKSTRA.name, BELLMAN_FORD.name)
+
+
+def brandes_algorithm(graph: Graph, algorithm: str, asked: str) -> str:
+    """The algorithm whose distances betweenness reads its ties from: ``algorithm``
+    (what ``asked`` resolved to) where the weights' sums are exact integers, or where
+    it sums along paths; else ``dijkstra`` for ``auto``, and one line for another."""
+    if graph.integral_weights and graph.path_sum_bound < 2.0**53:
+        return algorithm
+    if algorithm in SUMS_ALONG_PATHS:
+        return algorithm
+    if asked == "auto":
+        return DIJKSTRA.name
+    raise MgapspError(f"betweenness with weights that are not integers needs "
+                      f"{' or '.join(SUMS_ALONG_PATHS)}, whose sums follow the paths as "
+                      f"NetworkX's do; {algorithm} adds sub-paths, so its ties differ")
 
 
 def check_metrics(metrics) -> tuple:
@@ -322,6 +343,11 @@ def plan_job(graph: Graph, *, algorithm: str, backend: str, dtype: str, sources,
         if predecessors:
             raise MgapspError("predecessors need every target (a path runs through other "
                               "vertices); drop --targets or --predecessors")
+    if "betweenness" in metrics:
+        if targets is not None:
+            raise MgapspError("betweenness sums the paths to every vertex; drop --targets")
+        if graph.has_negative_weights:
+            raise MgapspError("betweenness needs non-negative weights, as NetworkX's does")
     cpu_algorithm = None
     if backend == "hybrid":
         cpu_algorithm = choose_algorithm(graph, algorithm, "cpu", len(sources))
@@ -331,19 +357,24 @@ def plan_job(graph: Graph, *, algorithm: str, backend: str, dtype: str, sources,
     # auto's phast, with predecessors only where it can give them
     phast_fits = backend in ("gpu", "cpu") and (not predecessors
                                                 or hierarchy.gives_predecessors(graph))
+    asked = algorithm
     algorithm = choose_algorithm(graph, algorithm, backend_for_plan, len(sources),
                                  hierarchy_ready=hierarchy_ready and phast_fits,
                                  may_build=may_build and phast_fits)
+    if "betweenness" in metrics:
+        algorithm = brandes_algorithm(graph, algorithm, asked)
     if predecessors and any(registry.get(a).positive_for_predecessors
                             for a in (algorithm, cpu_algorithm) if a):
         hierarchy.check_predecessors(graph)
     # the GPU backend's sizing is plain arithmetic: constructing it touches no device
     impl = get_backend("cpu" if backend == "cpu" else "gpu")
     slabs = fw_by_slabs(algorithm, backend, predecessors, sources, graph.n)
+    # Brandes' state of a source beside its row, where the job counts betweenness
+    brandes = impl.dependency_bytes(graph) if "betweenness" in metrics else 0
     per_row = max(1, impl.memory_needed(graph, 1, algorithm=algorithm, dtype=dtype,
                                         predecessors=predecessors)
                   - impl.memory_needed(graph, 0, algorithm=algorithm, dtype=dtype,
-                                       predecessors=predecessors))
+                                       predecessors=predecessors)) + brandes
     if batch_size is None:
         batch_size = choose_batch_size(graph, len(sources), backend=backend_for_plan,
                                        n_workers=(max(n_workers, threads or 0)
@@ -361,8 +392,9 @@ def plan_job(graph: Graph, *, algorithm: str, backend: str, dtype: str, sources,
     if slabs:
         fw_rows = max(hi - lo for lo, hi in slab_bounds(graph.n, n_workers,
                                                                  batch_size))
-    needed = impl.memory_needed(graph, batch_size, algorithm=algorithm, dtype=dtype,
-                                predecessors=predecessors, fw_rows=fw_rows)
+    needed = batch_size * brandes + impl.memory_needed(
+        graph, batch_size, algorithm=algorithm, dtype=dtype, predecessors=predecessors,
+        fw_rows=fw_rows)
     if needed > memory:
         if fw_rows is not None:
             what = (f"floyd-warshall on {graph.n} vertices, {fw_rows} rows of the matrix "

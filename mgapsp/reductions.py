@@ -5,12 +5,14 @@ store's verification (the rows SciPy recomputes)."""
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 __all__ = ["REDUCTIONS", "HISTOGRAM_BINS", "row_reductions", "lone_reductions",
            "ordered_harmonic", "metric_values",
            "histogram_counts", "histogram_bin_of", "DistanceHistogram",
-           "distance_histogram"]
+           "distance_histogram", "betweenness_scale"]
 
 #: the per-row reductions of :meth:`Backend.row_metrics`
 REDUCTIONS = ("reachable", "total", "harmonic", "eccentricity")
@@ -200,3 +202,21 @@ def distance_histogram(counts, unreachable: int, *,
         top = edges[-1] if whole[-1] or edges[-1] < 0 else np.ceil(edges[-1])
         edges = np.append(edges[starts], top)
     return DistanceHistogram(ordered, edges, unreachable)
+
+
+def betweenness_scale(n: int, sampled, *, normalized: bool, directed: bool, endpoints: bool):
+    """NetworkX 3.6's ``_rescale``: the factor of each vertex's (or edge's) sum."""
+    N = n if endpoints else n - 1
+    if N < 2:
+        return 1.0
+    K = N if sampled is None else int(sampled.sum())
+    correction = 1 if directed else 2
+    if sampled is None or endpoints:
+        return 1 / (K * (N - 1)) if normalized else N / (K * correction)
+    if normalized:
+        source = 1 / ((K - 1) * (N - 1)) if K > 1 else math.nan
+        other = 1 / (K * (N - 1))
+    else:
+        source = N / ((K - 1) * correction) if K > 1 else math.nan
+        other = N / (K * correction)
+    return np.where(sampled, source, other)

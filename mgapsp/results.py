@@ -14,6 +14,7 @@ from zarr.core.buffer import default_buffer_prototype
 from .errors import MgapspError, StoreError, UnknownLabelError
 from .graph import lookup_array
 from .memory import fresh_array
+from .reductions import betweenness_scale
 from .store import Store, damaged_batches
 from .store.objects import raise_if_unreachable
 
@@ -204,11 +205,37 @@ class Result:
         if name == "histogram":
             raise MgapspError("the histogram is the job's, not a source's: read it with "
                               "Result.distance_histogram()")
+        if name == "betweenness":
+            raise MgapspError("betweenness is each vertex's, not a source's: read it with "
+                              "Result.betweenness()")
         values = self.store.metric(name)
         rows = (np.arange(len(values)) if sources is None
                 else self._positions("source", sources))
         self._check_computed(rows)
         return values[rows]
+
+    def betweenness(self, normalized: bool = True) -> dict:
+        """Each vertex's betweenness from the job's sources (``mgapsp run --metrics
+        betweenness``), a dict keyed by label: NetworkX's ``betweenness_centrality(G,
+        normalized=normalized)`` where the sources are every vertex, its scaling of
+        ``k`` sampled sources (``k=len(sources)``) where they are some.  Needs every
+        batch computed."""
+        if "betweenness" not in self.store.job.get("metrics", ()):
+            raise MgapspError(f"{self.location} holds no betweenness; run the job with "
+                              "--metrics betweenness")
+        sources = self.store.source_index()
+        self._check_computed(np.arange(len(sources)))
+        labels = self.store.labels("vertex")
+        n = len(labels)
+        sampled = None
+        if len(np.unique(sources)) < n:
+            sampled = np.zeros(n, dtype=bool)
+            sampled[sources] = True
+        scale = betweenness_scale(n, sampled, normalized=normalized,
+                                  directed=bool(self.store.attrs["graph"]["directed"]),
+                                  endpoints=False)
+        values = self.store.dependencies() * scale
+        return dict(zip(labels.tolist(), values.tolist()))
 
     def distance_histogram(self):
         """The distribution of the distances of the rows computed (``mgapsp run

@@ -17,6 +17,7 @@ from .. import algorithms as registry
 from ..cuda.floyd_warshall_rows import SLAB_ALIGN  # slabs start at multiples of the pivot blocks
 from ..errors import Float32Inexact, UnsupportedError
 from ..graph import Graph
+from ..jit import compiled
 from ..reductions import (HISTOGRAM_BINS, REDUCTIONS, histogram_counts, lone_reductions,
                           metric_values, ordered_harmonic, row_reductions)
 
@@ -276,6 +277,20 @@ class Backend(ABC):
         self.fill_rows(graph, sources[lo:], wide[lo:], None if pred is None else pred[lo:],
                        on_rows=on_rows and (lambda k: on_rows(lo + k)), **kw)
         return wide
+
+    # -- betweenness ---------------------------------------------------------------------
+    def dependency_bytes(self, graph: Graph) -> int:
+        """Bytes Brandes' state of one source of a batch needs beside its row
+        (:meth:`batch_dependencies`); none on the host, whose searches are per thread."""
+        return 0
+
+    def batch_dependencies(self, graph: Graph, block, sources: np.ndarray) -> np.ndarray:
+        """Brandes' dependencies of ``sources`` summed per vertex (unscaled, host
+        float64), ``block`` their rows of distances: here NetworkX's own searches on
+        the calling thread (:mod:`mgapsp.cpu_sssp.brandes`), which need not the rows."""
+        brandes = compiled("mgapsp.cpu_sssp.brandes")
+        weights = graph.weights if graph.weighted else np.ones(graph.m)
+        return brandes.betweenness_serial(graph.indptr, graph.indices, weights, sources)
 
     @abstractmethod
     def memory_available(self) -> int:

@@ -336,15 +336,13 @@ class GPUBackend(Backend):
         (:mod:`mgapsp.cuda.brandes`) and added up; nothing per source leaves it.
         Ties are ``==`` on NetworkX's distances: the caller gives positive weights;
         integer ones in a ``dtype`` whose sums are exact (float32 ``checked32`` as in
-        :meth:`row_metrics`), others in float64 by an algorithm that sums along
-        paths (``dijkstra``, ``bellman-ford``), whose distances are then brought to
-        NetworkX's (:func:`mgapsp.cuda.brandes.add_dependencies`)."""
+        :meth:`Backend.row_metrics`), others in float64 by an algorithm that sums along
+        paths (:func:`mgapsp.plan.brandes_algorithm`), whose distances are then
+        brought to NetworkX's (:func:`mgapsp.cuda.brandes.add_dependencies`)."""
         spec = self._spec(graph, algorithm)
         dt = float_dtype(dtype)
         src = self._check_sources(graph, sources)
         searched = src[np.diff(graph.indptr)[src] > 0]   # an arcless source adds nothing
-        # sums of integers below 2**53 are exact whichever way they round
-        exact = graph.integral_weights and graph.path_sum_bound < 2.0**53
         cupy = gpu.cupy_module()
         with gpu.caller_stream():
             width = self._brandes_width(graph, spec, dt, min(batch_size, len(searched)))
@@ -359,16 +357,36 @@ class GPUBackend(Backend):
                     dt = np.dtype(np.float64)           # this batch and the rest
                     block = self.distances(graph, chunk, algorithm=spec, dtype=dt,
                                            device=True).distances
-                brandes.add_dependencies(self.device_graph(graph, dt), block, chunk, bc,
-                                         ebc, endpoints=endpoints,
-                                         nearest=dt == np.float64 and not exact)
+                self._add_dependencies(graph, block, chunk, bc, ebc, endpoints)
                 del block
             return gpu.to_host(bc), (gpu.to_host(ebc) if edges else None)
+
+    def batch_dependencies(self, graph: Graph, block, sources: np.ndarray) -> np.ndarray:
+        """As :meth:`Backend.batch_dependencies`, from ``block`` on its device where the
+        weights are positive (zero weights: NetworkX's searches on the host)."""
+        if graph.min_weight <= 0:
+            return super().batch_dependencies(graph, block, sources)
+        cupy = gpu.cupy_module()
+        bc = cupy.zeros(graph.n, dtype=cupy.float64)
+        if len(sources):
+            self._add_dependencies(graph, cupy.asarray(block),
+                                   np.asarray(sources, dtype=np.int64), bc, None, False)
+        return gpu.to_host(bc)
+
+    def dependency_bytes(self, graph: Graph) -> int:
+        return brandes.column_bytes(graph.n, graph.m, np.float64)
+
+    def _add_dependencies(self, graph, block, sources, bc, ebc, endpoints) -> None:
+        dt = np.dtype(block.dtype)
+        # sums of integers below 2**53 are exact whichever way they round
+        exact = graph.integral_weights and graph.path_sum_bound < 2.0**53
+        brandes.add_dependencies(self.device_graph(graph, dt), block, sources, bc, ebc,
+                                 endpoints=endpoints, nearest=dt == np.float64 and not exact)
 
     def _brandes_width(self, graph: Graph, spec, dtype: np.dtype, most: int) -> int:
         """Sources a batch of :meth:`dependencies` takes: at most ``most``, halved
         until the search's batch and Brandes' state fit on the device."""
-        per = brandes.column_bytes(graph.n, graph.m, np.dtype(np.float64))
+        per = self.dependency_bytes(graph)
         width = max(1, most)
         needed = self.memory_needed(graph, width, algorithm=spec, dtype=dtype,
                                     predecessors=False) + width * per

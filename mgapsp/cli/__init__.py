@@ -161,7 +161,8 @@ def _cluster_options(command):
                    "closeness and harmonic centrality of a directed graph).")
 @click.option("--metrics", default="",
               help="Also store, per source, from its row: closeness, harmonic, "
-                   "eccentricity; and histogram, the distribution of all the distances "
+                   "eccentricity; and histogram, the distribution of all the distances, "
+                   "and betweenness, each vertex's (summed over the job's sources) "
                    "(comma separated; reachable and distance_sum come with any).")
 @click.option("--no-distances", is_flag=True,
               help="Store only the --metrics, not the rows: a store of megabytes.")
@@ -476,6 +477,14 @@ def verify(store, samples, all_rows, seed):
     if rep.histogram_batches:
         click.echo(f"  the distance histogram of batch(es) "
                    f"{', '.join(batch_ranges(rep.histogram_batches)[:20])} differs")
+    if rep.betweenness_batches:
+        click.echo(f"  the betweenness sums of batch(es) "
+                   f"{', '.join(batch_ranges(rep.betweenness_batches)[:20])} differ from "
+                   "NetworkX's Brandes")
+    elif rep.betweenness_checked:
+        click.echo(f"  betweenness: batch(es) "
+                   f"{', '.join(batch_ranges(rep.betweenness_checked)[:20])} equal to "
+                   "NetworkX's Brandes")
     if not rep.ok:
         hint = f"; `mgapsp repair {store}` computes damaged batches again" if rep.damaged else ""
         click.echo(f"error: verification failed{hint}", err=True)

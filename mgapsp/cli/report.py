@@ -121,16 +121,23 @@ def metrics_line(store, complete: bool) -> str:
     the average shortest path length, the diameter and the radius)."""
     j = store.job
     names = ", ".join(m for m in j["metrics"]
-                      if m not in ("reachable", "distance_sum", "histogram"))
+                      if m not in ("reachable", "distance_sum", "histogram", "betweenness"))
     line = f"metrics: {names or 'reachable, distance_sum'} per source"
     if "histogram" in j["metrics"]:
         line += ", the distance histogram"
+    if "betweenness" in j["metrics"]:
+        line += ", each vertex's betweenness"
     if not complete:
         return line + " (the job is incomplete)"
     reach = store.metric("reachable")
     n = j["n_targets"]
     if "histogram" in j["metrics"]:
         line += "; " + _histogram_words(store.distance_histogram())
+    if "betweenness" in j["metrics"]:
+        sums = store.dependencies()
+        top = int(np.argmax(sums))
+        line += (f"; most between: vertex {store.labels('vertex')[top].item()!r} "
+                 f"({sums[top]:.6g} paths' shares, unscaled)")
     if (reach < n).any():
         return (line + f"; {int((reach < n).sum()):,} source(s) do not reach every "
                 "target: no diameter")

@@ -7,7 +7,6 @@ so two paths are tied exactly where NetworkX ties them, zero-weight edges includ
 and the dependencies accumulated in reverse order of settling, each vertex's
 predecessors in the order they were found.  Path counts are float64, as NetworkX's
 are: exact up to 2**53 paths, and ties are decided on the distances, not on them.
-Work in progress (issue 55): not yet wired to the API.
 """
 
 from __future__ import annotations
@@ -17,7 +16,7 @@ import numpy as np
 
 from ..jit import jit as _jit
 
-__all__ = ["betweenness_rows"]
+__all__ = ["betweenness_rows", "betweenness_serial"]
 
 
 @_jit(nogil=True)
@@ -178,3 +177,14 @@ def betweenness_rows(indptr, indices, weights, sources, *, endpoints: bool = Fal
               np.asarray(weights, dtype=np.float64), sources, bc, ebc, bool(endpoints),
               width)
     return bc.sum(axis=0), ebc.sum(axis=0)
+
+
+def betweenness_serial(indptr, indices, weights, sources) -> np.ndarray:
+    """:func:`betweenness_rows`' sums per vertex, on the calling thread alone (a job's
+    batch: its worker runs a batch per thread)."""
+    n, m = len(indptr) - 1, len(indices)
+    bc, ebc = np.zeros(n), np.zeros(m)
+    _block(np.asarray(indptr, dtype=np.int64), np.asarray(indices, dtype=np.int64),
+           np.asarray(weights, dtype=np.float64),
+           np.ascontiguousarray(sources, dtype=np.int64), bc, ebc, False, 0, len(sources))
+    return bc

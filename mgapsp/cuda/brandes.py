@@ -76,7 +76,8 @@ def add_dependencies(dg, dist, sources: np.ndarray, bc, ebc=None, *,
 
 
 def _to_nearest(dg, D, n: int, Bp: int) -> None:
-    """Sweeps of :func:`brandes_nearest` over ``D`` (float64) until none lowers it."""
+    """Sweeps of the kernel ``brandes_nearest`` over ``D`` (float64) until none
+    lowers it."""
     cupy = cupy_module()
     sweep = get_kernel("brandes_nearest", KERNEL_FILE)
     changed = cupy.ones(1, dtype=cupy.int32)

@@ -190,10 +190,14 @@ def run_batch(store_path: str, fingerprint: str, run: str, batch: int, start: in
         result.distances = impl.columns(result, job.targets)
         if checked32:
             check_exact32(float(impl.largest_finite(result.distances)), 0, batch)
-    t1 = time.perf_counter()
     if metrics:         # reduced on the block's device, before the writer frees it
-        values = _batch_metrics(impl, result, metrics, sources, job.targets, searched,
-                                graph.n if result is None else result.distances.shape[1])
+        # Brandes' counting takes the GPU as a search does: one batch at a time
+        slot = (_COMPUTING.batch() if backend == "gpu" and "betweenness" in metrics
+                else contextlib.nullcontext())
+        with slot:
+            values = _batch_metrics(impl, result, metrics, sources, job.targets, searched,
+                                    _graph(job, fingerprint))
+    t1 = time.perf_counter()
     if keep_rows:
         written = job.store.write_block(start, result.distances, result.predecessors,
                                         staging=impl.staging, guard=job.guard,
@@ -216,10 +220,12 @@ def run_batch(store_path: str, fingerprint: str, run: str, batch: int, start: in
                    **((result and result.stats) or {})})
 
 
-def _batch_metrics(impl, result, metrics, sources, targets, searched, n: int) -> dict:
-    """The batch's metrics (:func:`metric_values`, and its histogram where asked) from
-    its block, on the block's device.  ``searched``: ``(rows, k)`` where the block holds
-    only those rows of the batch's ``k`` (the others reach only themselves)."""
+def _batch_metrics(impl, result, metrics, sources, targets, searched, graph) -> dict:
+    """The batch's metrics (:func:`metric_values`, and its histogram and its sources'
+    betweenness where asked) from its block, on the block's device.  ``searched``:
+    ``(rows, k)`` where the block holds only those rows of the batch's ``k`` (the others
+    reach only themselves, and add nothing to any betweenness)."""
+    n = graph.n if result is None or targets is None else result.distances.shape[1]
     if searched is None:
         red = impl.row_reductions(result.distances)
     else:
@@ -237,6 +243,10 @@ def _batch_metrics(impl, result, metrics, sources, targets, searched, n: int) ->
             own = (len(sources) if targets is None
                    else int(np.isin(sources, targets).sum()))
             values["histogram"] = impl.histogram_counts(result.distances, own)
+    if "betweenness" in metrics:
+        values["betweenness"] = (np.zeros(graph.n) if result is None else
+                                 impl.batch_dependencies(graph, result.distances,
+                                                         np.asarray(sources, np.int64)))
     return values
 
 

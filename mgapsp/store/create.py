@@ -16,7 +16,7 @@ from zarr.codecs import BloscCodec, Crc32cCodec
 
 from ..errors import StoreError
 from ..graph import Graph
-from ..plan import JobPlan
+from ..plan import PER_BATCH, JobPlan
 from ..reductions import HISTOGRAM_BINS
 from . import digests
 from .planes import PlanesCodec
@@ -136,16 +136,22 @@ def fill(group, graph: Graph, plan: JobPlan, potentials, compression: str,
                                compressors=[zarr.codecs.ZstdCodec(), Crc32cCodec()],
                                dimension_names=("batch", "distance_bin"))
             continue
+        if name == "betweenness":   # a batch's dependency sums: summed when read
+            group.create_array(name, shape=(plan.n_batches, graph.n),
+                               chunks=(1, graph.n), dtype="float64", fill_value=0.0,
+                               compressors=[zarr.codecs.ZstdCodec(), Crc32cCodec()],
+                               dimension_names=("batch", "vertex"))
+            continue
         integer = name == "reachable"
         group.create_array(name, shape=(s,), chunks=(plan.batch_size,),
                            dtype="int64" if integer else "float64",
                            fill_value=-1 if integer else np.nan,
                            compressors=[Crc32cCodec()], dimension_names=("source",))
-    per_source = [m for m in plan.metrics if m != "histogram"]
+    per_source = [m for m in plan.metrics if m not in PER_BATCH]
     if per_source:
         # each batch's record of its metric chunks' CRCs, and last the batch: a
         # chunk moved to another batch's place, with or without its record, is
-        # damage (a batch's histogram counts are only ever summed)
+        # damage (a batch's histogram counts and dependencies are only ever summed)
         group.require_group("chunk_crc").create_array(
             "metrics", shape=(plan.n_batches, len(per_source) + 1),
             chunks=(1, len(per_source) + 1), dtype="<u4", fill_value=0,

@@ -31,7 +31,7 @@ import zarr
 
 from ..errors import ResumeMismatchError, StoreError
 from ..graph import Graph
-from ..plan import JobPlan
+from ..plan import PER_BATCH, JobPlan
 from ..reductions import DistanceHistogram, distance_histogram
 from . import digests
 from .create import FORMAT_VERSION, compression_for, fill, now, run_record, stored_labels
@@ -369,7 +369,7 @@ class Store:
         crcs = []       # of the per-source metrics' chunks (0: not known), for the record
         for name in self.job.get("metrics", ()):
             arr = self.array(name)
-            if name == "histogram":
+            if name in PER_BATCH:
                 write_chunk(arr, (batch, 0),
                             np.asarray(values[name], dtype=arr.dtype)[None], guard)
                 continue
@@ -388,11 +388,15 @@ class Store:
 
     def metric(self, name: str) -> np.ndarray:
         """The whole array of metric ``name`` (the fill value where not computed)."""
+        return self.metric_array(name)[:]
+
+    def metric_array(self, name: str):
+        """The Zarr array of metric ``name``."""
         if name not in self.job.get("metrics", ()):
             raise StoreError(f"{self.path} holds no metric {name!r} (it holds: "
                              f"{', '.join(self.job.get('metrics', ())) or 'none'}); run "
                              "the job with --metrics")
-        return self.array(name)[:]
+        return self.array(name)
 
     def distance_histogram(self) -> DistanceHistogram:
         """The distribution of the distances of the batches done (``--metrics
@@ -406,6 +410,16 @@ class Store:
         weights = self.group["graph/weights"][:]
         return distance_histogram(counts, unreachable,
                                   integral=bool(np.all(weights == np.round(weights))))
+
+    def dependencies(self) -> np.ndarray:
+        """Brandes' dependencies summed per vertex over the batches done (``--metrics
+        betweenness``), unscaled; a batch's row at a time."""
+        done = np.flatnonzero(self.done_mask())
+        arr = self.metric_array("betweenness")
+        total = np.zeros(arr.shape[1])
+        for b in done.tolist():
+            total += arr[b]
+        return total
 
     def mark_batch(self, batch: int, guard=None) -> None:
         """Flag ``batch`` as written (a worker, after its rows; a chunk of its own)."""

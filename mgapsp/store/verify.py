@@ -7,6 +7,9 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy.sparse import csgraph
 
+from ..cpu_sssp import threads
+from ..jit import compiled
+from ..plan import PER_BATCH
 from ..reductions import histogram_bin_of, histogram_counts, metric_values, row_reductions
 from .integrity import damaged_batches
 from .layout import Store
@@ -32,12 +35,16 @@ class VerifyReport:
     missing_batches: list = field(default_factory=list)
     #: batches whose stored distance histogram is not that of SciPy's rows
     histogram_batches: list = field(default_factory=list)
+    #: batches whose stored dependencies are not those of NetworkX's Brandes
+    betweenness_batches: list = field(default_factory=list)
+    #: the batches whose dependencies were checked
+    betweenness_checked: list = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
         return (self.rows_checked > 0 and not self.mismatched_rows and not self.damaged
                 and self.rows_missing == 0 and self.bad_predecessors == 0
-                and not self.histogram_batches)
+                and not self.histogram_batches and not self.betweenness_batches)
 
 
 def verify_store(path, *, samples: int | None = 64, all_rows: bool = False,
@@ -103,13 +110,31 @@ def verify_store(path, *, samples: int | None = 64, all_rows: bool = False,
             pred = pred_arr.get_orthogonal_selection((sel, slice(None)))
             report.bad_predecessors += _check_predecessors(graph, src, ref, pred, rtol, atol)
         report.rows_checked += len(sel)
-    if "histogram" in plan.metrics:
+    if {"histogram", "betweenness"} & set(plan.metrics):
         batches = [int(b) for b in np.flatnonzero(done) if int(b) not in report.damaged]
         if not all_rows and batches:    # one whole batch, drawn as the rows are
             batches = [int(np.random.default_rng(seed).choice(batches))]
-        report.histogram_batches = [b for b in batches if _histogram_differs(
-            store, plan, b, csr, method, rtol, atol)]
+        if "histogram" in plan.metrics:
+            report.histogram_batches = [b for b in batches if _histogram_differs(
+                store, plan, b, csr, method, rtol, atol)]
+        if "betweenness" in plan.metrics:
+            report.betweenness_checked = batches
+            report.betweenness_batches = [b for b in batches if _dependencies_differ(
+                store, plan, graph, b)]
     return report
+
+
+def _dependencies_differ(store, plan, graph, batch) -> bool:
+    """Whether batch ``batch``'s stored dependencies are not those of NetworkX's own
+    Brandes on every core (:mod:`mgapsp.cpu_sssp.brandes`), to 1e-9 relative: its sums
+    are added in another order."""
+    start, stop = plan.rows(batch)
+    brandes = compiled("mgapsp.cpu_sssp.brandes")
+    weights = graph.weights if graph.weighted else np.ones(graph.m)
+    want, _ = brandes.betweenness_rows(graph.indptr, graph.indices, weights,
+                                       plan.sources[start:stop], parts=4 * threads())
+    got = store.array("betweenness")[batch]
+    return not np.allclose(got, want, rtol=1e-9, atol=1e-9 * max(1.0, want.max()))
 
 
 def _metrics_differ(store, names, sel, ref, own, rtol, atol) -> np.ndarray:
@@ -118,7 +143,7 @@ def _metrics_differ(store, names, sel, ref, own, rtol, atol) -> np.ndarray:
     want = metric_values(row_reductions(ref), ref.shape[1], own)
     bad = np.zeros(len(sel), dtype=bool)
     for name in names:
-        if name == "histogram":     # a batch's, not a row's
+        if name in PER_BATCH:       # a batch's, not a row's
             continue
         got = store.array(name).get_orthogonal_selection((sel,)).astype(np.float64)
         w = np.asarray(want[name], dtype=np.float64)
