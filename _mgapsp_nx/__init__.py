@@ -23,9 +23,13 @@ FUNCTIONS = {
         "and hidden edges, fall back."),
     "closeness_centrality": "Negative distances fall back.",
     "harmonic_centrality": "Negative distances fall back.",
-    "betweenness_centrality": "Negative weights fall back; on every CPU core.",
+    "betweenness_centrality": ("Negative weights fall back; on the GPU where there is "
+                               "one (zero weights: every CPU core)."),
     "edge_betweenness_centrality": ("Negative weights and multigraphs fall back; on "
-                                    "every CPU core."),
+                                    "the GPU where there is one (zero weights: every "
+                                    "CPU core)."),
+    "betweenness_centrality_subset": ("Negative weights and sources not in G fall back; "
+                                      "on every CPU core."),
     "eccentricity": "sp= and negative weights fall back.",
     "diameter": "e=, negative weights, and usebounds=True with a weight fall back.",
     "radius": "e=, negative weights, and usebounds=True with a weight fall back.",

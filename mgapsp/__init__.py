@@ -15,8 +15,9 @@ from .errors import (
 )
 from .graph import Graph
 from .metrics import (average_shortest_path_length, betweenness_centrality,
-                      closeness_centrality, diameter, distance_histogram, eccentricity,
-                      edge_betweenness_centrality, harmonic_centrality)
+                      betweenness_centrality_subset, closeness_centrality, diameter,
+                      distance_histogram, eccentricity, edge_betweenness_centrality,
+                      harmonic_centrality)
 from .readers import as_graph, read_graph
 
 __version__ = "0.1.0"
@@ -41,6 +42,7 @@ __all__ = [
     "harmonic_centrality",
     "betweenness_centrality",
     "edge_betweenness_centrality",
+    "betweenness_centrality_subset",
     "eccentricity",
     "diameter",
     "average_shortest_path_length",

@@ -97,3 +97,26 @@ def test_any_input_and_refusals():
         mgapsp.betweenness_centrality(G, weight="weight")
     with pytest.raises(mgapsp.MgapspError, match="multigraph"):
         mgapsp.edge_betweenness_centrality(nx.MultiGraph([(0, 1), (0, 1)]))
+
+
+@pytest.mark.parametrize("trial", range(8))
+def test_subsets_are_networkxs(trial):
+    """betweenness_centrality_subset: some sources (one twice) and some targets, ties
+    of integer weights, float weights, hops, zero weights (a source reached again)."""
+    G, weight = _random(trial)
+    rng = np.random.default_rng(trial)
+    nodes = list(G)
+    sources = list(rng.choice(nodes, size=max(1, len(nodes) // 2)))
+    sources.append(sources[0])
+    targets = set(rng.choice(nodes, size=max(1, len(nodes) // 3))) | {"absent"}
+    if trial == 7:
+        for u, v in list(G.edges)[::3]:
+            G[u][v]["w"] = 0.0
+        weight = "w"
+    for normalized in (False, True):
+        _same(mgapsp.betweenness_centrality_subset(G, sources, targets,
+                                                   normalized=normalized, weight=weight),
+              nx.betweenness_centrality_subset(G, sources, targets, normalized=normalized,
+                                               weight=weight))
+    with pytest.raises(nx.NodeNotFound):
+        mgapsp.betweenness_centrality_subset(G, ["absent"], targets)

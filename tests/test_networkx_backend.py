@@ -106,6 +106,9 @@ def _calls(G):
         ("betweenness_centrality", (G,), {"k": 5, "seed": 3, "weight": "weight"}, True),
         ("edge_betweenness_centrality", (G,), {"weight": "weight",
                                                "normalized": False}, True),
+        ("betweenness_centrality_subset", (G, nodes[::2], nodes[1::3]), {}, True),
+        ("betweenness_centrality_subset", (G, nodes[:4], nodes),
+         {"weight": "weight", "normalized": True}, True),
     ]
 
 #: betweenness adds several sources' dependencies in another order than NetworkX
@@ -326,6 +329,7 @@ NX_TESTS = ["networkx.algorithms.shortest_paths.tests.test_dense_numpy",
             "networkx.algorithms.centrality.tests.test_closeness_centrality",
             "networkx.algorithms.centrality.tests.test_harmonic_centrality",
             "networkx.algorithms.centrality.tests.test_betweenness_centrality",
+            "networkx.algorithms.centrality.tests.test_betweenness_centrality_subset",
             "networkx.algorithms.tests.test_distance_measures"]
 
 

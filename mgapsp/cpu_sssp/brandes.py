@@ -59,9 +59,11 @@ def _pop(keys, order, items, preds, size):
 
 
 @_jit(nogil=True)
-def _one(indptr, indices, weights, s, bc, ebc, endpoints, seen, done, sigma, delta,
-         stack, p_head, p_tail, p_next, p_from, p_edge, keys, order, items, preds):
-    """Add source ``s``'s dependencies to ``bc`` (and each edge's to ``ebc``)."""
+def _one(indptr, indices, weights, s, bc, ebc, endpoints, target, seen, done, sigma,
+         delta, stack, p_head, p_tail, p_next, p_from, p_edge, keys, order, items, preds):
+    """Add source ``s``'s dependencies to ``bc`` (and each edge's to ``ebc``): the
+    paths to the vertices of ``target`` (NetworkX's ``_accumulate_subset``; where it
+    is empty, to every vertex: its ``_accumulate_basic``)."""
     n = len(indptr) - 1
     seen[:] = np.inf
     done[:] = False
@@ -118,7 +120,11 @@ def _one(indptr, indices, weights, s, bc, ebc, endpoints, seen, done, sigma, del
         bc[s] += top - 1
     for i in range(top - 1, -1, -1):
         w = stack[i]
-        coeff = (1.0 + delta[w]) / sigma[w]
+        # NetworkX's (1 + delta) / sigma; delta / sigma where only some vertices are
+        # targets and w is not one (the source never is; it can be reached again over
+        # zero weights)
+        own = len(target) == 0 or (target[w] and w != s)
+        coeff = ((1.0 if own else 0.0) + delta[w]) / sigma[w]
         j = p_head[w]
         while j >= 0:
             v = p_from[j]
@@ -131,7 +137,7 @@ def _one(indptr, indices, weights, s, bc, ebc, endpoints, seen, done, sigma, del
 
 
 @_jit(nogil=True)
-def _block(indptr, indices, weights, sources, bc, ebc, endpoints, lo, hi):
+def _block(indptr, indices, weights, sources, bc, ebc, endpoints, target, lo, hi):
     n = len(indptr) - 1
     m = len(indices)
     seen = np.empty(n)
@@ -150,23 +156,24 @@ def _block(indptr, indices, weights, sources, bc, ebc, endpoints, lo, hi):
     items = np.empty(cap, dtype=np.int64)
     preds = np.empty(cap, dtype=np.int64)
     for i in range(lo, hi):
-        _one(indptr, indices, weights, sources[i], bc, ebc, endpoints, seen, done, sigma,
-             delta, stack, p_head, p_tail, p_next, p_from, p_edge, keys, order, items,
-             preds)
+        _one(indptr, indices, weights, sources[i], bc, ebc, endpoints, target, seen, done,
+             sigma, delta, stack, p_head, p_tail, p_next, p_from, p_edge, keys, order,
+             items, preds)
 
 
 @_jit(nogil=True, parallel=True)
-def _rows_par(indptr, indices, weights, sources, bc, ebc, endpoints, width):
+def _rows_par(indptr, indices, weights, sources, bc, ebc, endpoints, target, width):
     parts = bc.shape[0]
     for t in numba.prange(parts):
-        _block(indptr, indices, weights, sources, bc[t], ebc[t], endpoints, t * width,
-               min((t + 1) * width, len(sources)))
+        _block(indptr, indices, weights, sources, bc[t], ebc[t], endpoints, target,
+               t * width, min((t + 1) * width, len(sources)))
 
 
 def betweenness_rows(indptr, indices, weights, sources, *, endpoints: bool = False,
-                     parts: int = 1) -> tuple[np.ndarray, np.ndarray]:
+                     targets=None, parts: int = 1) -> tuple[np.ndarray, np.ndarray]:
     """The dependencies of ``sources`` summed, per vertex and per edge (CSR order),
-    unscaled, in ``parts`` pieces of the sources computed at once and then added."""
+    unscaled, in ``parts`` pieces of the sources computed at once and then added.
+    ``targets``: a mask of the vertices whose paths count (None: every vertex)."""
     sources = np.ascontiguousarray(sources, dtype=np.int64)
     n, m = len(indptr) - 1, len(indices)
     parts = max(1, min(parts, len(sources)))
@@ -175,7 +182,7 @@ def betweenness_rows(indptr, indices, weights, sources, *, endpoints: bool = Fal
     ebc = np.zeros((parts, m))
     _rows_par(np.asarray(indptr, dtype=np.int64), np.asarray(indices, dtype=np.int64),
               np.asarray(weights, dtype=np.float64), sources, bc, ebc, bool(endpoints),
-              width)
+              _mask(targets, n), width)
     return bc.sum(axis=0), ebc.sum(axis=0)
 
 
@@ -186,5 +193,12 @@ def betweenness_serial(indptr, indices, weights, sources) -> np.ndarray:
     bc, ebc = np.zeros(n), np.zeros(m)
     _block(np.asarray(indptr, dtype=np.int64), np.asarray(indices, dtype=np.int64),
            np.asarray(weights, dtype=np.float64),
-           np.ascontiguousarray(sources, dtype=np.int64), bc, ebc, False, 0, len(sources))
+           np.ascontiguousarray(sources, dtype=np.int64), bc, ebc, False, _mask(None, n), 0,
+           len(sources))
     return bc
+
+
+def _mask(targets, n: int) -> np.ndarray:
+    """The kernels' targets: none given (an empty mask) for every vertex."""
+    return (np.zeros(0, dtype=np.bool_) if targets is None
+            else np.ascontiguousarray(targets, dtype=np.bool_))

@@ -17,7 +17,7 @@ from ..reductions import ordered_harmonic as add_harmonic
 from .rows import distance_rows, int_sum
 
 __all__ = ["closeness_centrality", "harmonic_centrality", "betweenness_centrality",
-           "edge_betweenness_centrality"]
+           "edge_betweenness_centrality", "betweenness_centrality_subset"]
 
 
 def _lengths(G, distance, *, reverse: bool):
@@ -138,3 +138,18 @@ def edge_betweenness_centrality(G, k=None, normalized=True, weight=None, seed=No
     _lengths(G, weight, reverse=False)
     return metrics.edge_betweenness_centrality(nxg, k=k, normalized=normalized,
                                                weight=weight, seed=seed)
+
+
+def _sources_in_graph(args) -> bool | str:
+    G = args["G"]
+    if not all(s in G for s in args["sources"]):
+        return "a source not in G: NetworkX's own error"
+    return True
+
+
+@dispatches(_sources_in_graph)
+def betweenness_centrality_subset(G, sources, targets, normalized=False, weight=None):
+    nxg = backend_graph(G).graph
+    _lengths(G, weight, reverse=False)
+    return metrics.betweenness_centrality_subset(nxg, sources, targets,
+                                                 normalized=normalized, weight=weight)
