@@ -430,12 +430,7 @@ def betweenness_centrality_subset(G, sources, targets, normalized=False, weight=
     src = np.array([index[s] for s in sources], dtype=np.int64)
     mask = np.zeros(g.n, dtype=bool)
     mask[[index[t] for t in set(targets) if t in index]] = True
-    bc = np.zeros(g.n)
-    if len(src) and g.m:
-        brandes = compiled("mgapsp.cpu_sssp.brandes")
-        weights = g.weights if g.weighted else np.ones(g.m)
-        bc, _ = brandes.betweenness_rows(g.indptr, g.indices, weights, src, targets=mask,
-                                         parts=4 * threads())
+    bc, _ = _cpu_dependencies(g, src, targets=mask)
     directed = G.is_directed() if _is_networkx(G) else g.directed
     scale = betweenness_scale(g.n, None, normalized=normalized, directed=directed,
                               endpoints=False)
@@ -483,11 +478,18 @@ def _dependencies(g: Graph, sources: np.ndarray, *, endpoints: bool, backend: st
         if backend == "gpu":
             raise UnsupportedError("betweenness with zero-weight edges runs on the cpu "
                                    "backend: their ties follow the search's order")
-    brandes = compiled("mgapsp.cpu_sssp.brandes")
-    weights = g.weights if g.weighted else np.ones(g.m)
-    bc, ebc = brandes.betweenness_rows(g.indptr, g.indices, weights, sources,
-                                       endpoints=endpoints, parts=4 * threads())
+    bc, ebc = _cpu_dependencies(g, sources, endpoints=endpoints)
     return bc, (ebc if edges else None)
+
+
+def _cpu_dependencies(g: Graph, sources: np.ndarray, *, endpoints: bool = False,
+                      targets=None):
+    """NetworkX's own Brandes from ``sources`` on every core: the sums per vertex and
+    per arc (:func:`mgapsp.cpu_sssp.brandes.betweenness_rows`)."""
+    brandes = compiled("mgapsp.cpu_sssp.brandes")
+    return brandes.betweenness_rows(g.indptr, g.indices, g.weights, sources,
+                                    endpoints=endpoints, targets=targets,
+                                    parts=4 * threads())
 
 
 def _edges(G, g: Graph, labels: list, directed: bool) -> list:

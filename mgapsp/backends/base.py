@@ -289,8 +289,8 @@ class Backend(ABC):
         float64), ``block`` their rows of distances: here NetworkX's own searches on
         the calling thread (:mod:`mgapsp.cpu_sssp.brandes`), which need not the rows."""
         brandes = compiled("mgapsp.cpu_sssp.brandes")
-        weights = graph.weights if graph.weighted else np.ones(graph.m)
-        return brandes.betweenness_serial(graph.indptr, graph.indices, weights, sources)
+        return brandes.betweenness_serial(graph.indptr, graph.indices, graph.weights,
+                                          sources)
 
     @abstractmethod
     def memory_available(self) -> int:

@@ -225,7 +225,7 @@ def _batch_metrics(impl, result, metrics, sources, targets, searched, graph) -> 
     betweenness where asked) from its block, on the block's device.  ``searched``:
     ``(rows, k)`` where the block holds only those rows of the batch's ``k`` (the others
     reach only themselves, and add nothing to any betweenness)."""
-    n = graph.n if result is None or targets is None else result.distances.shape[1]
+    n = graph.n if result is None else result.distances.shape[1]
     if searched is None:
         red = impl.row_reductions(result.distances)
     else:

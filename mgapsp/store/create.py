@@ -77,6 +77,38 @@ def now() -> str:
     return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
 
 
+def _metric_arrays(group, plan: JobPlan, n_vertices: int) -> None:
+    """The arrays of ``plan``'s metrics: a value per source and metric, a chunk per
+    batch (each batch's worker writes its own, before its flag); and a row per batch
+    of what is summed when read: a histogram's counts, the dependencies of its
+    sources per vertex."""
+    per_batch = {"histogram": (HISTOGRAM_BINS, "uint64", "distance_bin"),
+                 "betweenness": (n_vertices, "float64", "vertex")}
+    for name in plan.metrics:
+        if name in per_batch:
+            width, dtype, dim = per_batch[name]
+            group.create_array(name, shape=(plan.n_batches, width), chunks=(1, width),
+                               dtype=dtype, fill_value=0,
+                               compressors=[zarr.codecs.ZstdCodec(), Crc32cCodec()],
+                               dimension_names=("batch", dim))
+            continue
+        integer = name == "reachable"
+        group.create_array(name, shape=(plan.n_sources,), chunks=(plan.batch_size,),
+                           dtype="int64" if integer else "float64",
+                           fill_value=-1 if integer else np.nan,
+                           compressors=[Crc32cCodec()], dimension_names=("source",))
+    per_source = [m for m in plan.metrics if m not in PER_BATCH]
+    if per_source:
+        # each batch's record of its metric chunks' CRCs, and last the batch: a
+        # chunk moved to another batch's place, with or without its record, is
+        # damage (what is summed per batch is only ever summed)
+        group.require_group("chunk_crc").create_array(
+            "metrics", shape=(plan.n_batches, len(per_source) + 1),
+            chunks=(1, len(per_source) + 1), dtype="<u4", fill_value=0,
+            compressors=[Crc32cCodec()], dimension_names=("batch", "metric"),
+            attributes={"metrics": per_source})
+
+
 def fill(group, graph: Graph, plan: JobPlan, potentials, compression: str,
          shards: bool, run_id: str) -> None:
     """Make the arrays of a new store for ``plan`` on ``graph`` in ``group`` (its root,
@@ -126,37 +158,7 @@ def fill(group, graph: Graph, plan: JobPlan, potentials, compression: str,
     _write_array(group, "source_index", plan.sources.astype(np.int64), ("source",))
     _write_array(group, "target", labels[targets], ("target",))
     _write_array(group, "target_index", targets.astype(np.int64), ("target",))
-    # a value per source and metric, a chunk per batch: each batch's worker writes
-    # its own, before its flag
-    for name in plan.metrics:
-        if name == "histogram":     # a batch's counts: summed when read
-            group.create_array(name, shape=(plan.n_batches, HISTOGRAM_BINS),
-                               chunks=(1, HISTOGRAM_BINS), dtype="uint64",
-                               fill_value=0,
-                               compressors=[zarr.codecs.ZstdCodec(), Crc32cCodec()],
-                               dimension_names=("batch", "distance_bin"))
-            continue
-        if name == "betweenness":   # a batch's dependency sums: summed when read
-            group.create_array(name, shape=(plan.n_batches, graph.n),
-                               chunks=(1, graph.n), dtype="float64", fill_value=0.0,
-                               compressors=[zarr.codecs.ZstdCodec(), Crc32cCodec()],
-                               dimension_names=("batch", "vertex"))
-            continue
-        integer = name == "reachable"
-        group.create_array(name, shape=(s,), chunks=(plan.batch_size,),
-                           dtype="int64" if integer else "float64",
-                           fill_value=-1 if integer else np.nan,
-                           compressors=[Crc32cCodec()], dimension_names=("source",))
-    per_source = [m for m in plan.metrics if m not in PER_BATCH]
-    if per_source:
-        # each batch's record of its metric chunks' CRCs, and last the batch: a
-        # chunk moved to another batch's place, with or without its record, is
-        # damage (a batch's histogram counts and dependencies are only ever summed)
-        group.require_group("chunk_crc").create_array(
-            "metrics", shape=(plan.n_batches, len(per_source) + 1),
-            chunks=(1, len(per_source) + 1), dtype="<u4", fill_value=0,
-            compressors=[Crc32cCodec()], dimension_names=("batch", "metric"),
-            attributes={"metrics": per_source})
+    _metric_arrays(group, plan, graph.n)
     # a chunk per batch: the worker that wrote a batch marks it (a new file, so no
     # two processes share one), and the client's records leave it alone
     group.create_array("batch_done", shape=(plan.n_batches,), dtype="uint8",

@@ -130,8 +130,7 @@ def _dependencies_differ(store, plan, graph, batch) -> bool:
     are added in another order."""
     start, stop = plan.rows(batch)
     brandes = compiled("mgapsp.cpu_sssp.brandes")
-    weights = graph.weights if graph.weighted else np.ones(graph.m)
-    want, _ = brandes.betweenness_rows(graph.indptr, graph.indices, weights,
+    want, _ = brandes.betweenness_rows(graph.indptr, graph.indices, graph.weights,
                                        plan.sources[start:stop], parts=4 * threads())
     got = store.array("betweenness")[batch]
     return not np.allclose(got, want, rtol=1e-9, atol=1e-9 * max(1.0, want.max()))
