@@ -49,7 +49,9 @@ GRAPHS = {"rmat16": (lambda: generators.rmat(16, 8, seed=1), True),
           "grid256": (lambda: generators.grid(256, drop=0.1, seed=1), False)}
 
 
-def _networkit(gen, directed: bool) -> tuple[float, np.ndarray]:
+def _networkit_graph(gen, directed: bool):
+    """``gen`` as NetworKit's graph (an undirected one's edges once), its threads every
+    core's."""
     import networkit as nk
 
     nk.setNumberOfThreads(os.cpu_count())
@@ -58,7 +60,13 @@ def _networkit(gen, directed: bool) -> tuple[float, np.ndarray]:
     for u, v, w in zip(gen.tail[keep].tolist(), gen.head[keep].tolist(),
                        gen.weight[keep].tolist()):
         G.addEdge(u, v, float(w))
-    algo = nk.centrality.Betweenness(G, False, False)
+    return G
+
+
+def _networkit(gen, directed: bool) -> tuple[float, np.ndarray]:
+    import networkit as nk
+
+    algo = nk.centrality.Betweenness(_networkit_graph(gen, directed), False, False)
     t = time.perf_counter()
     algo.run()
     return time.perf_counter() - t, np.asarray(algo.scores())
@@ -140,11 +148,8 @@ def _networkit_sampled(gen, samples: int) -> float:
     searches and accumulation for each, in parallel on every core)."""
     import networkit as nk
 
-    nk.setNumberOfThreads(os.cpu_count())
-    G = nk.Graph(gen.n, weighted=True, directed=True)
-    for u, v, w in zip(gen.tail.tolist(), gen.head.tolist(), gen.weight.tolist()):
-        G.addEdge(u, v, float(w))
-    algo = nk.centrality.EstimateBetweenness(G, samples, False, True)
+    algo = nk.centrality.EstimateBetweenness(_networkit_graph(gen, True), samples, False,
+                                             True)
     t = time.perf_counter()
     algo.run()
     return time.perf_counter() - t
