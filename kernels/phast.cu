@@ -8,18 +8,21 @@
 // (w_up: rank -> head, w_down: head -> rank) and the elimination-tree parent.
 //
 // Layout.  D[r * Bp + s] is the distance of rank r from batch column s; the batch
-// (padded to Bp, a multiple of 32) is the fast dimension, so a warp reads 32 columns
-// of one rank at once.
+// (padded to Bp, a multiple of 32 * V) is the fast dimension, so a warp reads 32 * V
+// columns of one rank at once.  Nothing fills D: a column's entries are written by its
+// up walk (the ranks on it) and by the down sweep (every rank), which takes inf for a
+// rank off the column's walk (on_walk: preorder numbers of the elimination forest).
 //
 //   phast_up_*     one warp per source: walk the elimination tree from the source to
-//                  its root (ranks increase along it), the lanes relaxing the visited
-//                  rank's upward arcs.  Every upward neighbour of a rank is one of its
-//                  ancestors, so a walk only writes its own column, and only ranks
-//                  still ahead of it on the walk.
-//   phast_down_*   one level of the down sweep: the ranks of one elimination-tree depth
-//                  (root level first), each thread one (rank, column): the minimum
-//                  over the rank's upward arcs of D[head] + w_down.  The heads are
-//                  ancestors, at smaller depths, so they are final.
+//                  its root (ranks increase along it) setting the walk's entries, then
+//                  again, the lanes relaxing the visited rank's upward arcs.  Every
+//                  upward neighbour of a rank is one of its ancestors, so a walk only
+//                  writes its own column, and only ranks still ahead of it on the walk.
+//   phast_downV_*  one level of the down sweep: the ranks of one elimination-tree depth
+//                  (root level first), a warp per (rank, 32 * V columns), V columns
+//                  a lane in one vector load: the minimum over the rank's upward arcs
+//                  of D[head] + w_down.  The heads are ancestors, at smaller depths,
+//                  so they are final.
 //   phast_down_split_*  the same for a level of few ranks (the separators at the top
 //                  of a large graph's tree: one rank a level, hundreds of arcs each),
 //                  which would leave most of the GPU idle while each thread walks
@@ -36,7 +39,8 @@
 //
 // Predecessors (P not null): P[r * Bp + s], beside D, is the vertex before rank r on
 // the path of the arc that last lowered D[r * Bp + s] (last_up / last_down: each
-// arc's, per direction, from the customization), -1 until one does.  Only a strictly
+// arc's, per direction, from the customization), -1 until one does (set on the walk,
+// and by the down sweep off it).  Only a strictly
 // smaller sum replaces it, so P follows the relaxations that made D.
 // phast_unpack_i32 turns it into rows as the distances are.
 //
@@ -46,17 +50,46 @@ typedef long long i64;
 
 #define PHAST_TILE 32
 #define PHAST_TILE_ROWS 8
+#define PHAST_FULL 0xffffffffu
+
+template <typename T> __device__ __forceinline__ T phast_inf();
+template <> __device__ __forceinline__ float phast_inf<float>()
+{
+    return __int_as_float(0x7f800000);
+}
+template <> __device__ __forceinline__ double phast_inf<double>()
+{
+    return __longlong_as_double(0x7ff0000000000000LL);
+}
+
+// Whether rank r is column s's source rank or one of its ancestors: r's subtree holds
+// the preorder numbers pre[r] .. pre[r] + span[r] - 1 (col_pre[s]: the source rank's,
+// -1 for a padding column, which no subtree holds).
+__device__ __forceinline__ bool on_walk(int col_pre, int pre_r, int span_r)
+{
+    return (unsigned)(col_pre - pre_r) < (unsigned)span_r;
+}
 
 template <typename T>
 __device__ __forceinline__ void up_walks(
     const int* __restrict__ src_rank, i64 B, i64 Bp, const int* __restrict__ parent,
     const i64* __restrict__ up_ptr, const int* __restrict__ up_head,
-    const T* __restrict__ w_up, T* D, T inf, const int* __restrict__ last_up, int* P)
+    const T* __restrict__ w_up, T* D, const int* __restrict__ last_up, int* P)
 {
     const int lane = threadIdx.x & 31;
     const i64 warp = ((i64)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
     const i64 nwarps = ((i64)gridDim.x * blockDim.x) >> 5;
+    const T inf = phast_inf<T>();
     for (i64 b = warp; b < B; b += nwarps) {
+        // the column's rows on the walk start at inf (0 at the source); the others are
+        // never read: the down sweep takes inf for them (on_walk)
+        if (lane == 0) {
+            for (int x = src_rank[b]; x >= 0; x = parent[x]) {
+                D[(i64)x * Bp + b] = x == src_rank[b] ? (T)0 : inf;
+                if (P) P[(i64)x * Bp + b] = -1;
+            }
+        }
+        __syncwarp();
         int x = src_rank[b];
         while (x >= 0) {
             // written by this warp's lanes in an earlier step, ordered by __syncwarp
@@ -78,28 +111,133 @@ __device__ __forceinline__ void up_walks(
     }
 }
 
-template <typename T>
+// V consecutive columns of a row in one vector load (float4, double2, ...)
+template <typename T, int V>
+__device__ __forceinline__ void load_cols(const T* p, T (&x)[V])
+{
+    if constexpr (V == 4 && sizeof(T) == 4) {
+        const float4 q = *reinterpret_cast<const float4*>(p);
+        x[0] = q.x; x[1] = q.y; x[2] = q.z; x[3] = q.w;
+    } else if constexpr (V == 2 && sizeof(T) == 4) {
+        const float2 q = *reinterpret_cast<const float2*>(p);
+        x[0] = q.x; x[1] = q.y;
+    } else if constexpr (V == 2 && sizeof(T) == 8) {
+        const double2 q = *reinterpret_cast<const double2*>(p);
+        x[0] = q.x; x[1] = q.y;
+    } else {
+#pragma unroll
+        for (int v = 0; v < V; ++v) x[v] = p[v];
+    }
+}
+
+template <typename T, int V>
+__device__ __forceinline__ void store_cols(T* p, const T (&x)[V])
+{
+    if constexpr (V == 4 && sizeof(T) == 4) {
+        *reinterpret_cast<float4*>(p) = make_float4(x[0], x[1], x[2], x[3]);
+    } else if constexpr (V == 2 && sizeof(T) == 4) {
+        *reinterpret_cast<float2*>(p) = make_float2(x[0], x[1]);
+    } else if constexpr (V == 2 && sizeof(T) == 8) {
+        *reinterpret_cast<double2*>(p) = make_double2(x[0], x[1]);
+    } else {
+#pragma unroll
+        for (int v = 0; v < V; ++v) p[v] = x[v];
+    }
+}
+
+template <typename T, int V>
+__device__ __forceinline__ void relax_cols(const T (&x)[V], T w, int arc, T (&best)[V],
+                                           int (&won)[V])
+{
+#pragma unroll
+    for (int v = 0; v < V; ++v) {
+        const T c = x[v] + w;
+        if (c < best[v]) {
+            best[v] = c;
+            won[v] = arc;
+        }
+    }
+}
+
+// A rank's own value in V columns before its arcs: the up walk's where it is on the
+// column's walk, inf elsewhere (that memory was never written); on_any: whether any is.
+template <typename T, int V>
+__device__ __forceinline__ void start_cols(const T* row, const int* __restrict__ col_pre,
+                                           int pre_r, int span_r, T (&best)[V],
+                                           bool (&on)[V])
+{
+    bool any = false;
+#pragma unroll
+    for (int v = 0; v < V; ++v) {
+        on[v] = on_walk(col_pre[v], pre_r, span_r);
+        any |= on[v];
+    }
+    T x[V];
+    if (any) load_cols<T, V>(row, x);
+#pragma unroll
+    for (int v = 0; v < V; ++v) best[v] = on[v] ? x[v] : phast_inf<T>();
+}
+
+// One level of the down sweep: a warp per (rank, 32 * V columns), blockIdx.y over the
+// level's ranks.  The warp reads the rank's arcs (head, weight) 32 at a time, one a
+// lane, and passes them round by shuffles, so four loads of heads' rows are in
+// flight at once.  Arcs are taken in order, a tie keeping the lower.
+template <typename T, int V>
 __device__ __forceinline__ void down_level(
     const int* __restrict__ ranks, i64 count, i64 Bp, const i64* __restrict__ up_ptr,
     const int* __restrict__ up_head, const T* __restrict__ w_down, T* D,
-    const int* __restrict__ last_down, int* P)
+    const int* __restrict__ pre, const int* __restrict__ span,
+    const int* __restrict__ col_pre, const int* __restrict__ last_down, int* P)
 {
-    const i64 s = (i64)blockIdx.x * blockDim.x + threadIdx.x;
-    if (s >= Bp) return;
+    const int lane = threadIdx.x & 31;
+    const i64 group = (i64)blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
+    if (group * 32 * V >= Bp) return;
+    const i64 s = group * 32 * V + lane * V;
     for (i64 k = blockIdx.y; k < count; k += gridDim.y) {
         const int r = ranks[k];
-        const i64 end = up_ptr[r + 1];
-        T best = D[(i64)r * Bp + s];
-        i64 won = -1;
-        for (i64 a = up_ptr[r]; a < end; ++a) {
-            const T c = D[(i64)up_head[a] * Bp + s] + w_down[a];
-            if (c < best) {
-                best = c;
-                won = a;
+        const i64 lo = up_ptr[r], hi = up_ptr[r + 1];
+        T* row = D + (i64)r * Bp + s;
+        T best[V];
+        bool on[V];
+        int won[V];
+        start_cols<T, V>(row, col_pre + s, pre[r], span[r], best, on);
+#pragma unroll
+        for (int v = 0; v < V; ++v) won[v] = -1;
+        for (i64 base = lo; base < hi; base += 32) {
+            const int m = (int)(hi - base < 32 ? hi - base : 32);
+            int my_head = 0;
+            T my_w = 0;
+            if (lane < m) {
+                my_head = up_head[base + lane];
+                my_w = w_down[base + lane];
+            }
+            const int off = (int)(base - lo);
+            int j = 0;
+            for (; j + 4 <= m; j += 4) {
+                T x0[V], x1[V], x2[V], x3[V];
+                load_cols<T, V>(D + (i64)__shfl_sync(PHAST_FULL, my_head, j) * Bp + s, x0);
+                load_cols<T, V>(D + (i64)__shfl_sync(PHAST_FULL, my_head, j + 1) * Bp + s, x1);
+                load_cols<T, V>(D + (i64)__shfl_sync(PHAST_FULL, my_head, j + 2) * Bp + s, x2);
+                load_cols<T, V>(D + (i64)__shfl_sync(PHAST_FULL, my_head, j + 3) * Bp + s, x3);
+                relax_cols<T, V>(x0, __shfl_sync(PHAST_FULL, my_w, j), off + j, best, won);
+                relax_cols<T, V>(x1, __shfl_sync(PHAST_FULL, my_w, j + 1), off + j + 1, best, won);
+                relax_cols<T, V>(x2, __shfl_sync(PHAST_FULL, my_w, j + 2), off + j + 2, best, won);
+                relax_cols<T, V>(x3, __shfl_sync(PHAST_FULL, my_w, j + 3), off + j + 3, best, won);
+            }
+            for (; j < m; ++j) {
+                T x[V];
+                load_cols<T, V>(D + (i64)__shfl_sync(PHAST_FULL, my_head, j) * Bp + s, x);
+                relax_cols<T, V>(x, __shfl_sync(PHAST_FULL, my_w, j), off + j, best, won);
             }
         }
-        D[(i64)r * Bp + s] = best;
-        if (P && won >= 0) P[(i64)r * Bp + s] = last_down[won];
+        store_cols<T, V>(row, best);
+        if (P) {
+#pragma unroll
+            for (int v = 0; v < V; ++v) {
+                if (won[v] >= 0) P[(i64)r * Bp + s + v] = last_down[lo + won[v]];
+                else if (!on[v]) P[(i64)r * Bp + s + v] = -1;
+            }
+        }
     }
 }
 
@@ -109,7 +247,8 @@ template <typename T>
 __device__ __forceinline__ void down_level_split(
     const int* __restrict__ ranks, i64 count, i64 Bp, const i64* __restrict__ up_ptr,
     const int* __restrict__ up_head, const T* __restrict__ w_down, T* D,
-    const int* __restrict__ last_down, int* P)
+    const int* __restrict__ pre, const int* __restrict__ span,
+    const int* __restrict__ col_pre, const int* __restrict__ last_down, int* P)
 {
     __shared__ T best_of[PHAST_MAX_LANES][32];
     __shared__ i64 won_of[PHAST_MAX_LANES][32];
@@ -118,7 +257,8 @@ __device__ __forceinline__ void down_level_split(
     for (i64 k = blockIdx.y; k < count; k += gridDim.y) {
         const int r = ranks[k];
         const i64 end = up_ptr[r + 1];
-        T best = D[(i64)r * Bp + s];
+        const bool on = on_walk(col_pre[s], pre[r], span[r]);
+        T best = on ? D[(i64)r * Bp + s] : phast_inf<T>();
         i64 won = -1;
         for (i64 a = up_ptr[r] + lane; a < end; a += lanes) {
             const T c = D[(i64)up_head[a] * Bp + s] + w_down[a];
@@ -141,6 +281,7 @@ __device__ __forceinline__ void down_level_split(
             }
             D[(i64)r * Bp + s] = best;
             if (P && won >= 0) P[(i64)r * Bp + s] = last_down[won];
+            else if (P && !on) P[(i64)r * Bp + s] = -1;
         }
         __syncthreads();
     }
@@ -168,28 +309,33 @@ __device__ __forceinline__ void unpack(
     }
 }
 
+#define PHAST_DOWN_ARGS(T)                                                            \
+    const int* __restrict__ ranks, i64 count, i64 Bp, const i64* __restrict__ up_ptr, \
+    const int* __restrict__ up_head, const T* __restrict__ w_down, T* D,              \
+    const int* __restrict__ pre, const int* __restrict__ span,                        \
+    const int* __restrict__ col_pre, const int* __restrict__ last_down, int* P
+#define PHAST_DOWN_PASS ranks, count, Bp, up_ptr, up_head, w_down, D, pre, span, col_pre, \
+    last_down, P
+
 #define PHAST_KERNELS(SUFFIX, T)                                                      \
     extern "C" __global__ void phast_up_##SUFFIX(                                     \
         const int* __restrict__ src_rank, i64 B, i64 Bp, const int* __restrict__ parent, \
         const i64* __restrict__ up_ptr, const int* __restrict__ up_head,              \
-        const T* __restrict__ w_up, T* D, T inf, const int* __restrict__ last_up,     \
-        int* P)                                                                       \
+        const T* __restrict__ w_up, T* D, const int* __restrict__ last_up, int* P)    \
     {                                                                                 \
-        up_walks<T>(src_rank, B, Bp, parent, up_ptr, up_head, w_up, D, inf, last_up, P); \
+        up_walks<T>(src_rank, B, Bp, parent, up_ptr, up_head, w_up, D, last_up, P);  \
     }                                                                                 \
-    extern "C" __global__ void phast_down_##SUFFIX(                                   \
-        const int* __restrict__ ranks, i64 count, i64 Bp, const i64* __restrict__ up_ptr, \
-        const int* __restrict__ up_head, const T* __restrict__ w_down, T* D,          \
-        const int* __restrict__ last_down, int* P)                                    \
+    extern "C" __global__ void phast_down1_##SUFFIX(PHAST_DOWN_ARGS(T))               \
     {                                                                                 \
-        down_level<T>(ranks, count, Bp, up_ptr, up_head, w_down, D, last_down, P);    \
+        down_level<T, 1>(PHAST_DOWN_PASS);                                            \
     }                                                                                 \
-    extern "C" __global__ void phast_down_split_##SUFFIX(                             \
-        const int* __restrict__ ranks, i64 count, i64 Bp, const i64* __restrict__ up_ptr, \
-        const int* __restrict__ up_head, const T* __restrict__ w_down, T* D,          \
-        const int* __restrict__ last_down, int* P)                                    \
+    extern "C" __global__ void phast_down2_##SUFFIX(PHAST_DOWN_ARGS(T))               \
     {                                                                                 \
-        down_level_split<T>(ranks, count, Bp, up_ptr, up_head, w_down, D, last_down, P); \
+        down_level<T, 2>(PHAST_DOWN_PASS);                                            \
+    }                                                                                 \
+    extern "C" __global__ void phast_down_split_##SUFFIX(PHAST_DOWN_ARGS(T))          \
+    {                                                                                 \
+        down_level_split<T>(PHAST_DOWN_PASS);                                         \
     }                                                                                 \
     extern "C" __global__ void phast_unpack_##SUFFIX(                                 \
         const T* __restrict__ D, i64 n, i64 Bp, i64 B, const int* __restrict__ rank,  \
@@ -200,6 +346,12 @@ __device__ __forceinline__ void unpack(
 
 PHAST_KERNELS(f32, float)
 PHAST_KERNELS(f64, double)
+
+// four float32 columns a lane (a float4)
+extern "C" __global__ void phast_down4_f32(PHAST_DOWN_ARGS(float))
+{
+    down_level<float, 4>(PHAST_DOWN_PASS);
+}
 
 extern "C" __global__ void phast_unpack_i32(
     const int* __restrict__ P, i64 n, i64 Bp, i64 B, const int* __restrict__ rank,

@@ -66,6 +66,37 @@ def test_levels_split_over_lanes_give_the_same_bits(data_dir, monkeypatch, k, dt
                            dtype=dtype)
 
 
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
+def test_wide_batches_give_the_narrow_ones_bits(data_dir, dtype):
+    """From 512 sources each lane of the down sweep takes a vector of columns
+    (float4, double2), padded to 768 / 704 columns: the distances and predecessors
+    are those of the same sources a hundred at a time (a column a lane), to the bit,
+    in full and restricted sweeps.  Nothing fills the state: whatever an earlier
+    allocation left there (NaN here) never reaches a distance."""
+    graph = read_graph(data_dir / "NY.pace.gr.gz")
+    h = hierarchy.build(graph)
+    dh = phast.upload(h, dtype)
+    xp = phast.cupy_module()
+    rng = np.random.default_rng(11)
+    src = rng.choice(graph.n, 700, replace=False)
+    assert phast.columns_per_lane(dtype, 700) > 1
+    assert phast.columns_per_lane(dtype, 100) == 1
+    junk = xp.full(graph.n * 768 * 3, np.nan, dtype=dtype)
+    del junk                                      # its memory back in CuPy's pool
+    got, got_pred, _ = phast.phast_batch(dh, src, predecessors=True)
+    parts = [phast.phast_batch(dh, src[i:i + 100], predecessors=True)
+             for i in range(0, 700, 100)]
+    np.testing.assert_array_equal(xp.asnumpy(got), np.concatenate(
+        [xp.asnumpy(d) for d, _, _ in parts]))
+    np.testing.assert_array_equal(xp.asnumpy(got_pred), np.concatenate(
+        [xp.asnumpy(p) for _, p, _ in parts]))
+    tgt = rng.choice(graph.n, 900, replace=False)
+    got_r, _, _ = phast.phast_batch(dh, src, phast.sweep(h, tgt))
+    np.testing.assert_array_equal(xp.asnumpy(got_r), xp.asnumpy(got)[:, tgt])
+    assert_distances_equal(xp.asnumpy(got)[::100], scipy_distances(graph, src[::100]),
+                           dtype=dtype)
+
+
 @pytest.mark.parametrize("name,count", [("rome99.gr", 200), ("Austin_net.tntp", 100),
                                         ("NY.pace.gr.gz", 64), ("ChicagoSketch_net.tntp", 90)])
 @pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)

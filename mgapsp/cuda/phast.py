@@ -16,7 +16,8 @@ from .loader import BLOCK_THREADS, grid_blocks, cupy_module, get_kernel, persist
 KERNEL_FILE = "phast.cu"
 #: every kernel this module launches from KERNEL_FILE
 KERNEL_NAMES = tuple(f"phast_{kind}_{t}" for t in ("f32", "f64")
-                     for kind in ("up", "down", "down_split", "unpack")) + ("phast_unpack_i32",)
+                     for kind in ("up", "down1", "down2", "down_split", "unpack")
+                     ) + ("phast_down4_f32", "phast_unpack_i32")
 _TILE, _TILE_ROWS = 32, 8           # unpack block shape (as in the .cu file)
 _MAX_GRID_Y = 65535
 _SUFFIX = {np.dtype(np.float32): "f32", np.dtype(np.float64): "f64"}
@@ -25,6 +26,11 @@ MAX_LANES = 32
 #: warps, per multiprocessor, a level of the down sweep should keep busy: below that
 #: its ranks' arcs are split over lanes (:func:`lanes`)
 BUSY_WARPS_PER_SM = 32
+#: columns a lane of the down sweep takes (one vector load: 16 bytes), by dtype
+_VECTOR = {np.dtype(np.float32): 4, np.dtype(np.float64): 2}
+#: fewest sources for which that many columns a lane pay for the padding: a batch is
+#: padded to ``32 * columns`` (128 float32 columns is 16% more work for 700 sources)
+_VECTOR_FROM = 512
 
 
 @dataclass(eq=False)
@@ -44,6 +50,8 @@ class DeviceHierarchy:
     last_down: Any
     level_ptr: np.ndarray        # host: the sweep's level bounds
     level_ranks: Any
+    pre: Any                     # preorder number and subtree size of each rank
+    span: Any
     nbytes: int
     level_width: np.ndarray      # host: each level's most upward arcs of one rank
 
@@ -54,7 +62,9 @@ def upload(h: Hierarchy, dtype) -> DeviceHierarchy:
     if dt not in _SUFFIX:
         raise UnsupportedError(f"phast computes in float32 or float64, not {dt}")
     ptr, ranks = h.levels()
-    arrays = dict(rank=cupy.asarray(h.rank, dtype=cupy.int32),
+    pre, span = h.spans()
+    arrays = dict(pre=cupy.asarray(pre), span=cupy.asarray(span),
+                  rank=cupy.asarray(h.rank, dtype=cupy.int32),
                   parent=cupy.asarray(h.parent, dtype=cupy.int32),
                   up_ptr=cupy.asarray(h.up_ptr, dtype=cupy.int64),
                   up_head=cupy.asarray(h.up_head, dtype=cupy.int32),
@@ -114,15 +124,15 @@ def sweep(h: Hierarchy, targets) -> Sweep:
 def device_bytes(n: int, arcs: int, dtype) -> int:
     """Device bytes of an uploaded hierarchy."""
     w = np.dtype(dtype).itemsize
-    return n * 4 * 3 + (n + 1) * 8 + arcs * (4 + 2 * w + 2 * 4)
+    return n * 4 * 5 + (n + 1) * 8 + arcs * (4 + 2 * w + 2 * 4)
 
 
 def batch_bytes(n: int, B: int, dtype, predecessors: bool = False) -> int:
     """Device bytes of one batch: the rank-major state (``B`` padded to a multiple of
-    32: at most 31 more) and the output block, and as much again in int32 for
-    predecessors; linear in ``B``, as the planner's per-source cost is the difference
-    of two batch sizes."""
-    return n * (2 * B + 31) * (np.dtype(dtype).itemsize + (4 if predecessors else 0))
+    ``32 * columns_per_lane``: at most 127 more) and the output block, and as much
+    again in int32 for predecessors; linear in ``B``, as the planner's per-source cost
+    is the difference of two batch sizes."""
+    return n * (2 * B + 127) * (np.dtype(dtype).itemsize + (4 if predecessors else 0))
 
 
 def phast_batch(dh: DeviceHierarchy, sources, restricted: Sweep | None = None,
@@ -151,30 +161,35 @@ def phast_batch(dh: DeviceHierarchy, sources, restricted: Sweep | None = None,
         pred = cupy.empty((0, width), dtype=cupy.int32) if predecessors else None
         return cupy.empty((0, width), dtype=dt), pred, {"rounds": 0, "relaxations": 0}
     sfx = _SUFFIX[dt]
-    Bp = -(-B // 32) * 32
-    inf = dt.type(np.inf)
-    D = cupy.full(n * Bp, inf, dtype=dt)
+    V = columns_per_lane(dt, B)
+    Bp = -(-B // (32 * V)) * (32 * V)
+    # nothing is filled: a column's rows are written by its up walk (the ranks on it)
+    # and by the down sweep (every rank the output reads), which takes inf where the
+    # rank is not on the column's walk; padding columns are on no walk
+    D = cupy.empty(n * Bp, dtype=dt)
+    P = cupy.empty(n * Bp, dtype=cupy.int32) if predecessors else None
     # a null pointer where no predecessors are kept: the kernels skip them
-    P = cupy.full(n * Bp, -1, dtype=cupy.int32) if predecessors else None
     P_arg = P if predecessors else np.uint64(0)
     src_rank = dh.rank[cupy.asarray(src)]
-    D[src_rank.astype(cupy.int64) * Bp + cupy.arange(B)] = 0
+    col_pre = cupy.full(Bp, -1, dtype=cupy.int32)
+    col_pre[:B] = dh.pre[src_rank]
     up = get_kernel(f"phast_up_{sfx}", KERNEL_FILE)
     grid = min(persistent_grid(up), grid_blocks(B * 32))
     up((grid,), (BLOCK_THREADS,),
        (src_rank, np.int64(B), np.int64(Bp), dh.parent, dh.up_ptr, dh.up_head, dh.w_up, D,
-        inf, dh.last_up, P_arg))
-    down = get_kernel(f"phast_down_{sfx}", KERNEL_FILE)
+        dh.last_up, P_arg))
+    name = f"phast_down{V}_{sfx}"
+    down = get_kernel(name, KERNEL_FILE)
     split = get_kernel(f"phast_down_split_{sfx}", KERNEL_FILE)
-    threads = min(BLOCK_THREADS, Bp)
-    gx = grid_blocks(Bp, threads)
+    threads = min(BLOCK_THREADS, Bp // V)
+    gx = grid_blocks(Bp // V, threads)
     busy = BUSY_WARPS_PER_SM * cupy.cuda.Device().attributes["MultiProcessorCount"]
-    for lv in range(1, len(ptr) - 1):            # level 0: roots, no upward arcs
+    for lv in range(len(ptr) - 1):               # level 0 too: roots take inf off walks
         lo, hi = int(ptr[lv]), int(ptr[lv + 1])
         if hi <= lo:
             continue
         args = (level_ranks[lo:hi], np.int64(hi - lo), np.int64(Bp), dh.up_ptr,
-                dh.up_head, dh.w_down, D, dh.last_down, P_arg)
+                dh.up_head, dh.w_down, D, dh.pre, dh.span, col_pre, dh.last_down, P_arg)
         k = lanes(hi - lo, int(width_of[lv]), Bp, busy)
         if k == 1:
             down((gx, min(hi - lo, _MAX_GRID_Y)), (threads,), args)
@@ -192,3 +207,8 @@ def phast_batch(dh: DeviceHierarchy, sources, restricted: Sweep | None = None,
                                                       (P,) + args + (pred,))
     del D, P
     return out, pred, {"rounds": max(0, len(ptr) - 2), "relaxations": arcs * B}
+
+
+def columns_per_lane(dtype, B: int) -> int:
+    """Columns of a batch of ``B`` sources each lane of the down sweep takes."""
+    return _VECTOR[np.dtype(dtype)] if B >= _VECTOR_FROM else 1

@@ -92,6 +92,28 @@ class Hierarchy:
             x = x[x >= 0]
         return mark
 
+    def spans(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(pre, span)``, int32 over ranks: each rank's preorder number in the
+        elimination forest and the size of its subtree, so that rank ``r`` is ``x`` or
+        one of its ancestors exactly when ``pre[r] <= pre[x] < pre[r] + span[r]``."""
+        ptr, by_depth = self.levels()
+        size = np.ones(self.n, dtype=np.int64)
+        for d in range(len(ptr) - 2, 0, -1):            # children before parents
+            nodes = by_depth[ptr[d]:ptr[d + 1]]
+            np.add.at(size, self.parent[nodes], size[nodes])
+        pre = np.empty(self.n, dtype=np.int64)
+        roots = by_depth[ptr[0]:ptr[1]] if len(ptr) > 1 else by_depth[:0]
+        pre[roots] = np.cumsum(size[roots]) - size[roots]
+        for d in range(1, len(ptr) - 1):                # parents before children
+            nodes = by_depth[ptr[d]:ptr[d + 1]]
+            nodes = nodes[np.argsort(self.parent[nodes], kind="stable")]
+            par, sz = self.parent[nodes], size[nodes]
+            before = np.cumsum(sz) - sz                 # sizes of the siblings before
+            first = np.r_[True, par[1:] != par[:-1]]
+            start = np.maximum.accumulate(np.where(first, np.arange(len(nodes)), 0))
+            pre[nodes] = pre[par] + 1 + before - before[start]
+        return pre.astype(np.int32), size.astype(np.int32)
+
     def nbytes(self) -> int:
         return sum(getattr(self, k).nbytes for k in FIELDS)
 
