@@ -74,7 +74,8 @@ template <typename T>
 __device__ __forceinline__ void up_walks(
     const int* __restrict__ src_rank, i64 B, i64 Bp, const int* __restrict__ parent,
     const i64* __restrict__ up_ptr, const int* __restrict__ up_head,
-    const T* __restrict__ w_up, T* D, const int* __restrict__ last_up, int* P)
+    const T* __restrict__ w_up, T* D, const int* __restrict__ last_up, int* P,
+    const int* __restrict__ depth, int top, int* walk_rank, T* walk_value)
 {
     const int lane = threadIdx.x & 31;
     const i64 warp = ((i64)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
@@ -108,22 +109,32 @@ __device__ __forceinline__ void up_walks(
             __syncwarp();
             x = parent[x];
         }
+        // the walk's ranks in the top levels and their values, by depth, for top_sweep
+        if (top > 0 && lane == 0) {
+            for (int y = src_rank[b]; y >= 0; y = parent[y]) {
+                if (depth[y] < top) {
+                    walk_rank[(i64)depth[y] * Bp + b] = y;
+                    walk_value[(i64)depth[y] * Bp + b] = D[(i64)y * Bp + b];
+                }
+            }
+        }
     }
 }
 
-// V consecutive columns of a row in one vector load (float4, double2, ...)
+// V consecutive columns of a row in one load of 16 or 8 bytes (float4, double2, int4...)
 template <typename T, int V>
 __device__ __forceinline__ void load_cols(const T* p, T (&x)[V])
 {
-    if constexpr (V == 4 && sizeof(T) == 4) {
-        const float4 q = *reinterpret_cast<const float4*>(p);
-        x[0] = q.x; x[1] = q.y; x[2] = q.z; x[3] = q.w;
-    } else if constexpr (V == 2 && sizeof(T) == 4) {
-        const float2 q = *reinterpret_cast<const float2*>(p);
-        x[0] = q.x; x[1] = q.y;
-    } else if constexpr (V == 2 && sizeof(T) == 8) {
-        const double2 q = *reinterpret_cast<const double2*>(p);
-        x[0] = q.x; x[1] = q.y;
+    if constexpr (V * sizeof(T) == 16) {
+        union { int4 q; T t[V]; } u;
+        u.q = *reinterpret_cast<const int4*>(p);
+#pragma unroll
+        for (int v = 0; v < V; ++v) x[v] = u.t[v];
+    } else if constexpr (V * sizeof(T) == 8) {
+        union { int2 q; T t[V]; } u;
+        u.q = *reinterpret_cast<const int2*>(p);
+#pragma unroll
+        for (int v = 0; v < V; ++v) x[v] = u.t[v];
     } else {
 #pragma unroll
         for (int v = 0; v < V; ++v) x[v] = p[v];
@@ -133,12 +144,16 @@ __device__ __forceinline__ void load_cols(const T* p, T (&x)[V])
 template <typename T, int V>
 __device__ __forceinline__ void store_cols(T* p, const T (&x)[V])
 {
-    if constexpr (V == 4 && sizeof(T) == 4) {
-        *reinterpret_cast<float4*>(p) = make_float4(x[0], x[1], x[2], x[3]);
-    } else if constexpr (V == 2 && sizeof(T) == 4) {
-        *reinterpret_cast<float2*>(p) = make_float2(x[0], x[1]);
-    } else if constexpr (V == 2 && sizeof(T) == 8) {
-        *reinterpret_cast<double2*>(p) = make_double2(x[0], x[1]);
+    if constexpr (V * sizeof(T) == 16) {
+        union { int4 q; T t[V]; } u;
+#pragma unroll
+        for (int v = 0; v < V; ++v) u.t[v] = x[v];
+        *reinterpret_cast<int4*>(p) = u.q;
+    } else if constexpr (V * sizeof(T) == 8) {
+        union { int2 q; T t[V]; } u;
+#pragma unroll
+        for (int v = 0; v < V; ++v) u.t[v] = x[v];
+        *reinterpret_cast<int2*>(p) = u.q;
     } else {
 #pragma unroll
         for (int v = 0; v < V; ++v) p[v] = x[v];
@@ -241,6 +256,59 @@ __device__ __forceinline__ void down_level(
     }
 }
 
+// The top levels of the sweep (hundreds of levels of a few separator ranks) at
+// once: rank r's distance from column s is the least, over the depths d <= depth(r)
+// at which s's walk passes through r's ancestor (walk_rank, from the up walk), of
+// the walk's value there plus the down distance from that ancestor to r
+// (chain_dist; mgapsp/hierarchy/chains.py).  A warp takes PHAST_TOP_RANKS ranks and
+// 32 * V columns; a block's warps share the columns, so the walk's entries they read
+// are cached once.  Only where sums are exact (integer weights) is this the level
+// sweep to the bit: it adds the same path's weights in another order.
+#define PHAST_TOP_RANKS 4
+
+template <typename T, int V>
+__device__ __forceinline__ void top_sweep(
+    const int* __restrict__ top_ranks, i64 count, int top,
+    const int* __restrict__ chain_rank, const T* __restrict__ chain_dist,
+    const int* __restrict__ depth, const int* __restrict__ walk_rank,
+    const T* __restrict__ walk_value, i64 Bp, T* D)
+{
+    const int K = PHAST_TOP_RANKS;
+    const int lane = threadIdx.x & 31;
+    const i64 s = (i64)blockIdx.x * 32 * V + lane * V;
+    const i64 first = ((i64)blockIdx.y * (blockDim.x >> 5) + (threadIdx.x >> 5)) * K;
+    if (first >= count) return;
+    int deepest = -1, dr[K];
+    T best[K][V];
+#pragma unroll
+    for (int k = 0; k < K; ++k) {
+        dr[k] = first + k < count ? depth[top_ranks[first + k]] : -1;
+        deepest = dr[k] > deepest ? dr[k] : deepest;
+#pragma unroll
+        for (int v = 0; v < V; ++v) best[k][v] = phast_inf<T>();
+    }
+    for (int d = 0; d <= deepest; ++d) {
+        int h[V];
+        T w[V];
+        load_cols<int, V>(walk_rank + (i64)d * Bp + s, h);
+        load_cols<T, V>(walk_value + (i64)d * Bp + s, w);
+#pragma unroll
+        for (int k = 0; k < K; ++k) {
+            if (d > dr[k]) continue;
+            const int a = chain_rank[(first + k) * top + d];
+            const T m = chain_dist[(first + k) * top + d];
+#pragma unroll
+            for (int v = 0; v < V; ++v) {
+                const T c = w[v] + m;
+                if (h[v] == a && c < best[k][v]) best[k][v] = c;
+            }
+        }
+    }
+#pragma unroll
+    for (int k = 0; k < K; ++k)
+        if (first + k < count) store_cols<T, V>(D + (i64)top_ranks[first + k] * Bp + s, best[k]);
+}
+
 #define PHAST_MAX_LANES 32
 
 template <typename T>
@@ -321,17 +389,15 @@ __device__ __forceinline__ void unpack(
     extern "C" __global__ void phast_up_##SUFFIX(                                     \
         const int* __restrict__ src_rank, i64 B, i64 Bp, const int* __restrict__ parent, \
         const i64* __restrict__ up_ptr, const int* __restrict__ up_head,              \
-        const T* __restrict__ w_up, T* D, const int* __restrict__ last_up, int* P)    \
+        const T* __restrict__ w_up, T* D, const int* __restrict__ last_up, int* P,    \
+        const int* __restrict__ depth, int top, int* walk_rank, T* walk_value)        \
     {                                                                                 \
-        up_walks<T>(src_rank, B, Bp, parent, up_ptr, up_head, w_up, D, last_up, P);  \
+        up_walks<T>(src_rank, B, Bp, parent, up_ptr, up_head, w_up, D, last_up, P,   \
+                    depth, top, walk_rank, walk_value);                               \
     }                                                                                 \
     extern "C" __global__ void phast_down1_##SUFFIX(PHAST_DOWN_ARGS(T))               \
     {                                                                                 \
         down_level<T, 1>(PHAST_DOWN_PASS);                                            \
-    }                                                                                 \
-    extern "C" __global__ void phast_down2_##SUFFIX(PHAST_DOWN_ARGS(T))               \
-    {                                                                                 \
-        down_level<T, 2>(PHAST_DOWN_PASS);                                            \
     }                                                                                 \
     extern "C" __global__ void phast_down_split_##SUFFIX(PHAST_DOWN_ARGS(T))          \
     {                                                                                 \
@@ -347,10 +413,14 @@ __device__ __forceinline__ void unpack(
 PHAST_KERNELS(f32, float)
 PHAST_KERNELS(f64, double)
 
-// four float32 columns a lane (a float4)
+// 16 bytes of columns a lane: four float32 or two float64
 extern "C" __global__ void phast_down4_f32(PHAST_DOWN_ARGS(float))
 {
     down_level<float, 4>(PHAST_DOWN_PASS);
+}
+extern "C" __global__ void phast_down2_f64(PHAST_DOWN_ARGS(double))
+{
+    down_level<double, 2>(PHAST_DOWN_PASS);
 }
 
 extern "C" __global__ void phast_unpack_i32(
@@ -358,4 +428,29 @@ extern "C" __global__ void phast_unpack_i32(
     int* __restrict__ out)
 {
     unpack<int>(P, n, Bp, B, rank, out);
+}
+
+#define PHAST_TOP_ARGS(T)                                                             \
+    const int* __restrict__ top_ranks, i64 count, int top,                            \
+    const int* __restrict__ chain_rank, const T* __restrict__ chain_dist,             \
+    const int* __restrict__ depth, const int* __restrict__ walk_rank,                 \
+    const T* __restrict__ walk_value, i64 Bp, T* D
+#define PHAST_TOP_PASS top_ranks, count, top, chain_rank, chain_dist, depth, walk_rank, \
+    walk_value, Bp, D
+
+extern "C" __global__ void phast_top1_f32(PHAST_TOP_ARGS(float))
+{
+    top_sweep<float, 1>(PHAST_TOP_PASS);
+}
+extern "C" __global__ void phast_top4_f32(PHAST_TOP_ARGS(float))
+{
+    top_sweep<float, 4>(PHAST_TOP_PASS);
+}
+extern "C" __global__ void phast_top1_f64(PHAST_TOP_ARGS(double))
+{
+    top_sweep<double, 1>(PHAST_TOP_PASS);
+}
+extern "C" __global__ void phast_top2_f64(PHAST_TOP_ARGS(double))
+{
+    top_sweep<double, 2>(PHAST_TOP_PASS);
 }

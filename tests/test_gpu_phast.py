@@ -97,6 +97,43 @@ def test_wide_batches_give_the_narrow_ones_bits(data_dir, dtype):
                            dtype=dtype)
 
 
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
+@pytest.mark.parametrize("kind", ["NY", "grid", "components"])
+def test_the_top_product_gives_the_level_sweeps_bits(data_dir, kind, dtype):
+    """With integer weights the sweep's top levels are one product over the walks'
+    top entries and each rank's chain: the distances of the sweep that runs every
+    level, to the bit, in full and restricted sweeps, for narrow and wide batches
+    (a column a lane, a vector a lane), sources in the top levels included."""
+    import dataclasses
+
+    from test_hierarchy import _grid
+
+    rng = np.random.default_rng(12)
+    graph = {"NY": lambda: read_graph(data_dir / "NY.pace.gr.gz"),
+             "grid": lambda: _grid(120),
+             "components": lambda: planar_graph(rng, 3000, components=3)}[kind]()
+    h = hierarchy.build(graph)
+    dh = phast.upload(h, dtype)
+    levels = dataclasses.replace(dh, top=0)
+    assert 0 < dh.top == h.top(phast.TOP_LEVEL_RANKS, phast.TOP_ENTRIES)
+    xp = phast.cupy_module()
+    high = h.order[xp.asnumpy(dh.top_ranks)[:50]]          # vertices in the top levels
+    tgt = rng.choice(graph.n, 300, replace=False)
+    for count in (37, 600):
+        src = np.concatenate([rng.choice(graph.n, count - 10, replace=False), high[:10]])
+        got = xp.asnumpy(phast.phast_batch(dh, src)[0])
+        np.testing.assert_array_equal(got, xp.asnumpy(phast.phast_batch(levels, src)[0]))
+        got_r = xp.asnumpy(phast.phast_batch(dh, src, phast.sweep(h, tgt))[0])
+        np.testing.assert_array_equal(got_r, got[:, tgt])
+        assert_distances_equal(got[-12:], scipy_distances(graph, src[-12:]), dtype=dtype)
+
+
+def test_float_weights_sweep_every_level():
+    """Non-integer weights keep the level sweep's sums: no top product."""
+    h = hierarchy.build(planar_graph(np.random.default_rng(7), 900, integer=False))
+    assert not phast.exact_sums(h) and phast.upload(h, np.float64).top == 0
+
+
 @pytest.mark.parametrize("name,count", [("rome99.gr", 200), ("Austin_net.tntp", 100),
                                         ("NY.pace.gr.gz", 64), ("ChicagoSketch_net.tntp", 90)])
 @pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)

@@ -327,6 +327,50 @@ def test_auto_orders_grids_by_nested_dissection_and_roads_by_minimum_degree(data
         hierarchy.build(_grid(10))
 
 
+def _down_closure(h, ranks):
+    """Dense down distances among ``ranks`` (root level first): column ``i`` is the
+    least sum of downward arcs from each of them to ``ranks[i]``."""
+    row = {int(r): i for i, r in enumerate(ranks)}
+    M = np.full((len(ranks), len(ranks)), np.inf)
+    for i, r in enumerate(ranks):
+        M[i, i] = 0.0
+        for a in range(h.up_ptr[r], h.up_ptr[r + 1]):
+            M[:, i] = np.minimum(M[:, i], M[:, row[int(h.up_head[a])]] + h.w_down[a])
+    return M, row
+
+
+@pytest.mark.parametrize("kind", ["grid", "planar", "components"])
+def test_top_chains_hold_each_ranks_ancestors_and_down_distances(kind):
+    """The chains of the sweep's top levels: each rank's ancestor at every depth up
+    to its own, and the down distance from it, as a dense closure over the top ranks
+    gives them; only ancestors reach a rank going down."""
+    rng = np.random.default_rng(21)
+    graph = {"grid": lambda: _grid(30),
+             "planar": lambda: planar_graph(rng, 1500),
+             "components": lambda: planar_graph(rng, 1200, components=3)}[kind]()
+    h = hierarchy.build(graph)
+    levels = h.top(64, 2**22)
+    ptr, _ = h.levels()
+    assert 0 < levels <= h.height and (np.diff(ptr)[:levels] <= 64).all()
+    if levels < h.height:                              # the next level would break one
+        assert np.diff(ptr)[levels] > 64 or ptr[levels + 1] * (levels + 1) > 2**22
+    assert h.top(64, ptr[3] * 3) == 3                  # the entries bound the levels
+    ranks, chain_rank, chain_dist = h.chains(levels)
+    assert chain_rank.shape == chain_dist.shape == (ptr[levels], levels)
+    M, row = _down_closure(h, ranks)
+    for i, r in enumerate(ranks):
+        d = h.depth[r]
+        assert chain_rank[i, d] == r and (chain_rank[i, d + 1:] == -1).all()
+        x = r
+        for up in range(d, -1, -1):                    # the ancestors, by depth
+            assert chain_rank[i, up] == x
+            x = h.parent[x]
+        np.testing.assert_array_equal(chain_dist[i, :d + 1],
+                                      M[[row[int(a)] for a in chain_rank[i, :d + 1]], i])
+        others = np.setdiff1d(np.arange(len(ranks)), [row[int(a)] for a in chain_rank[i, :d + 1]])
+        assert np.isinf(M[others, i]).all()
+
+
 def test_the_gpu_sweep_splits_only_levels_too_small_for_the_gpu(data_dir):
     """A level of few ranks (the top separators) gets more lanes per column while
     the GPU would be short of warps and each lane keeps four arcs of its widest rank;

@@ -193,17 +193,21 @@ def test_auto_picks_phast_once_the_hierarchy_is_built(tmp_path, monkeypatch):
 
 def test_gpu_batches_are_sized_for_the_sweep_state_and_the_block():
     """The planner's per-source cost is a difference of two batch estimates: each
-    source adds two words per vertex (its state column and its output row), and an
-    estimate covers the state padded to a multiple of 32 sources."""
+    source adds two words per vertex (its state column and its output row) and its
+    walk's top entries (a rank and a value a level, at most one a vertex), and an
+    estimate covers the state padded to a multiple of 32 * 4 sources."""
     from mgapsp.backends import get_backend
     from mgapsp.cuda import phast
 
     n = 2000
     for w in (4, 8):
         dt = np.float32 if w == 4 else np.float64
-        assert phast.batch_bytes(n, 2, dt) - phast.batch_bytes(n, 1, dt) == 2 * n * w
-        for b in (1, 31, 33, 100):
-            assert phast.batch_bytes(n, b, dt) >= n * (-(-b // 32) * 32 + b) * w
+        assert (phast.batch_bytes(n, 2, dt) - phast.batch_bytes(n, 1, dt)
+                == 2 * n * w + n * (4 + w))
+        for b in (1, 31, 33, 100, 600, 700):
+            q = 32 * phast.columns_per_lane(dt, b)
+            padded = -(-b // q) * q
+            assert phast.batch_bytes(n, b, dt) >= n * (padded + b) * w
     graph = planar_graph(np.random.default_rng(5), n)
     gpu = get_backend("gpu")
     need = [gpu.memory_needed(graph, b, algorithm="phast", dtype=np.float32,

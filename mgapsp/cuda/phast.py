@@ -1,5 +1,6 @@
 """Batched PHAST on the GPU: a hierarchy (:mod:`mgapsp.hierarchy`) on the device,
-the up walks of a batch's sources and its down sweep, one launch per level."""
+the up walks of a batch's sources and its down sweep: its top levels in one product
+(:mod:`mgapsp.hierarchy.chains`) where sums are exact, then one launch per level."""
 
 from __future__ import annotations
 
@@ -16,8 +17,9 @@ from .loader import BLOCK_THREADS, grid_blocks, cupy_module, get_kernel, persist
 KERNEL_FILE = "phast.cu"
 #: every kernel this module launches from KERNEL_FILE
 KERNEL_NAMES = tuple(f"phast_{kind}_{t}" for t in ("f32", "f64")
-                     for kind in ("up", "down1", "down2", "down_split", "unpack")
-                     ) + ("phast_down4_f32", "phast_unpack_i32")
+                     for kind in ("up", "down1", "top1", "down_split", "unpack")
+                     ) + ("phast_down4_f32", "phast_down2_f64", "phast_top4_f32",
+                          "phast_top2_f64", "phast_unpack_i32")
 _TILE, _TILE_ROWS = 32, 8           # unpack block shape (as in the .cu file)
 _MAX_GRID_Y = 65535
 _SUFFIX = {np.dtype(np.float32): "f32", np.dtype(np.float64): "f64"}
@@ -31,6 +33,14 @@ _VECTOR = {np.dtype(np.float32): 4, np.dtype(np.float64): 2}
 #: fewest sources for which that many columns a lane pay for the padding: a batch is
 #: padded to ``32 * columns`` (128 float32 columns is 16% more work for 700 sources)
 _VECTOR_FROM = 512
+#: the sweep's top levels go to one product while each holds at most this many ranks
+#: (a launch per level costs more there than the product's work, which grows with
+#: the ranks times their depth) ...
+TOP_LEVEL_RANKS = 64
+#: ... and their chains (ranks times levels) stay within this many entries
+TOP_ENTRIES = 2**22
+_TOP_MOST_LEVELS = 2**11             # the square root of TOP_ENTRIES: levels <= ranks
+_TOP_WARP_RANKS, _TOP_THREADS = 4, 256    # PHAST_TOP_RANKS; 8 warps a block
 
 
 @dataclass(eq=False)
@@ -52,6 +62,11 @@ class DeviceHierarchy:
     level_ranks: Any
     pre: Any                     # preorder number and subtree size of each rank
     span: Any
+    depth: Any
+    top: int                     # levels swept as one product (0: none)
+    top_ranks: Any               # their ranks and chains (mgapsp.hierarchy.chains)
+    chain_rank: Any
+    chain_dist: Any
     nbytes: int
     level_width: np.ndarray      # host: each level's most upward arcs of one rank
 
@@ -63,7 +78,13 @@ def upload(h: Hierarchy, dtype) -> DeviceHierarchy:
         raise UnsupportedError(f"phast computes in float32 or float64, not {dt}")
     ptr, ranks = h.levels()
     pre, span = h.spans()
+    top = h.top(TOP_LEVEL_RANKS, TOP_ENTRIES) if exact_sums(h) else 0
+    top_ranks, chain_rank, chain_dist = h.chains(top)
     arrays = dict(pre=cupy.asarray(pre), span=cupy.asarray(span),
+                  depth=cupy.asarray(h.depth, dtype=cupy.int32),
+                  top_ranks=cupy.asarray(top_ranks, dtype=cupy.int32),
+                  chain_rank=cupy.asarray(chain_rank),
+                  chain_dist=cupy.asarray(chain_dist.astype(dt)),
                   rank=cupy.asarray(h.rank, dtype=cupy.int32),
                   parent=cupy.asarray(h.parent, dtype=cupy.int32),
                   up_ptr=cupy.asarray(h.up_ptr, dtype=cupy.int64),
@@ -73,9 +94,18 @@ def upload(h: Hierarchy, dtype) -> DeviceHierarchy:
                   last_up=cupy.asarray(h.last_up, dtype=cupy.int32),
                   last_down=cupy.asarray(h.last_down, dtype=cupy.int32),
                   level_ranks=cupy.asarray(ranks, dtype=cupy.int32))
-    return DeviceHierarchy(dtype=dt, n=h.n, arcs=h.arcs, level_ptr=ptr,
+    return DeviceHierarchy(dtype=dt, n=h.n, arcs=h.arcs, level_ptr=ptr, top=top,
                            level_width=_widths(h, ptr, ranks),
                            nbytes=sum(int(a.nbytes) for a in arrays.values()), **arrays)
+
+
+def exact_sums(h: Hierarchy) -> bool:
+    """Whether every finite arc weight is an integer: then the top levels' product
+    (whose sums add a path's weights in another order) gives the level sweep's bits
+    wherever the dtype holds the sums exactly."""
+    w = np.concatenate([h.w_up, h.w_down])
+    w = w[np.isfinite(w)]
+    return bool(np.array_equal(w, np.round(w)))
 
 
 def _widths(h: Hierarchy, ptr: np.ndarray, ranks: np.ndarray) -> np.ndarray:
@@ -124,15 +154,19 @@ def sweep(h: Hierarchy, targets) -> Sweep:
 def device_bytes(n: int, arcs: int, dtype) -> int:
     """Device bytes of an uploaded hierarchy."""
     w = np.dtype(dtype).itemsize
-    return n * 4 * 5 + (n + 1) * 8 + arcs * (4 + 2 * w + 2 * 4)
+    return (n * 4 * 6 + (n + 1) * 8 + arcs * (4 + 2 * w + 2 * 4)
+            + min(TOP_ENTRIES, n * n) * (4 + w))
 
 
 def batch_bytes(n: int, B: int, dtype, predecessors: bool = False) -> int:
     """Device bytes of one batch: the rank-major state (``B`` padded to a multiple of
     ``32 * columns_per_lane``: at most 127 more) and the output block, and as much
-    again in int32 for predecessors; linear in ``B``, as the planner's per-source cost
-    is the difference of two batch sizes."""
-    return n * (2 * B + 127) * (np.dtype(dtype).itemsize + (4 if predecessors else 0))
+    again in int32 for predecessors; and the walks' top entries (a rank and a value
+    each, at most one a level of the top); linear in ``B``, as the planner's
+    per-source cost is the difference of two batch sizes."""
+    w = np.dtype(dtype).itemsize
+    walks = min(n, _TOP_MOST_LEVELS) * (4 + w)
+    return (B + 127) * (n * 2 * (w + (4 if predecessors else 0)) + walks)
 
 
 def phast_batch(dh: DeviceHierarchy, sources, restricted: Sweep | None = None,
@@ -173,18 +207,28 @@ def phast_batch(dh: DeviceHierarchy, sources, restricted: Sweep | None = None,
     src_rank = dh.rank[cupy.asarray(src)]
     col_pre = cupy.full(Bp, -1, dtype=cupy.int32)
     col_pre[:B] = dh.pre[src_rank]
+    # the top levels as one product (never for predecessors: it keeps no arcs)
+    top = 0 if predecessors else dh.top
+    walk_rank = cupy.full(top * Bp, -1, dtype=cupy.int32) if top else np.uint64(0)
+    walk_value = cupy.empty(top * Bp, dtype=dt) if top else np.uint64(0)
     up = get_kernel(f"phast_up_{sfx}", KERNEL_FILE)
     grid = min(persistent_grid(up), grid_blocks(B * 32))
     up((grid,), (BLOCK_THREADS,),
        (src_rank, np.int64(B), np.int64(Bp), dh.parent, dh.up_ptr, dh.up_head, dh.w_up, D,
-        dh.last_up, P_arg))
-    name = f"phast_down{V}_{sfx}"
-    down = get_kernel(name, KERNEL_FILE)
+        dh.last_up, P_arg, dh.depth, np.int32(top), walk_rank, walk_value))
+    if top:
+        count = len(dh.top_ranks)
+        per_block = _TOP_WARP_RANKS * _TOP_THREADS // 32
+        get_kernel(f"phast_top{V}_{sfx}", KERNEL_FILE)(
+            (Bp // (32 * V), grid_blocks(count, per_block)), (_TOP_THREADS,),
+            (dh.top_ranks, np.int64(count), np.int32(top), dh.chain_rank, dh.chain_dist,
+             dh.depth, walk_rank, walk_value, np.int64(Bp), D))
+    down = get_kernel(f"phast_down{V}_{sfx}", KERNEL_FILE)
     split = get_kernel(f"phast_down_split_{sfx}", KERNEL_FILE)
     threads = min(BLOCK_THREADS, Bp // V)
     gx = grid_blocks(Bp // V, threads)
     busy = BUSY_WARPS_PER_SM * cupy.cuda.Device().attributes["MultiProcessorCount"]
-    for lv in range(len(ptr) - 1):               # level 0 too: roots take inf off walks
+    for lv in range(top, len(ptr) - 1):          # level 0 too: roots take inf off walks
         lo, hi = int(ptr[lv]), int(ptr[lv + 1])
         if hi <= lo:
             continue

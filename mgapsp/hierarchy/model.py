@@ -114,6 +114,31 @@ class Hierarchy:
             pre[nodes] = pre[par] + 1 + before - before[start]
         return pre.astype(np.int32), size.astype(np.int32)
 
+    def top(self, most_ranks: int, most_entries: int) -> int:
+        """How many levels, from the root level down, hold at most ``most_ranks``
+        ranks each while their ranks times their count stays within
+        ``most_entries`` (the size of their :meth:`chains`)."""
+        ptr, _ = self.levels()
+        sizes = np.diff(ptr)
+        levels = 0
+        while (levels < len(sizes) and sizes[levels] <= most_ranks
+               and ptr[levels + 1] * (levels + 1) <= most_entries):
+            levels += 1
+        return levels
+
+    def chains(self, levels: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(ranks, chain_rank, chain_dist)`` of the top ``levels`` levels (their
+        ranks, root level first; see :mod:`mgapsp.hierarchy.chains`)."""
+        from ..jit import compiled
+
+        ptr, by_depth = self.levels()
+        ranks = by_depth[:ptr[levels]]
+        if not levels:
+            return ranks, np.empty((0, 0), dtype=np.int32), np.empty((0, 0))
+        chain_rank, chain_dist = compiled("mgapsp.hierarchy.chains").down_chains(
+            self.up_ptr, self.up_head, self.w_down, self.parent, self.depth, ranks, levels)
+        return ranks, chain_rank, chain_dist
+
     def nbytes(self) -> int:
         return sum(getattr(self, k).nbytes for k in FIELDS)
 
