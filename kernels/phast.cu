@@ -14,10 +14,11 @@
 // rank off the column's walk (on_walk: preorder numbers of the elimination forest).
 //
 //   phast_up_*     one warp per source: walk the elimination tree from the source to
-//                  its root (ranks increase along it) setting the walk's entries, then
-//                  again, the lanes relaxing the visited rank's upward arcs.  Every
-//                  upward neighbour of a rank is one of its ancestors, so a walk only
-//                  writes its own column, and only ranks still ahead of it on the walk.
+//                  its root (ranks increase along it), the lanes relaxing the visited
+//                  rank's upward arcs.  Every upward neighbour of a rank is one of its
+//                  ancestors, so a walk only writes its own column, and only ranks
+//                  still ahead of it on the walk: it works in a buffer of its own by
+//                  depth, then writes its entries of D.
 //   phast_downV_*  one level of the down sweep: the ranks of one elimination-tree depth
 //                  (root level first), a warp per (rank, 32 * V columns), V columns
 //                  a lane in one vector load: the minimum over the rank's upward arcs
@@ -30,8 +31,9 @@
 //                  lanes, lane k taking arcs k, k + K, ...; the K minima then meet
 //                  in shared memory.  A tie keeps the lowest arc, as one thread
 //                  walking them in order would, so D and P are the same to the bit.
-//   phast_unpack_* rank-major columns to vertex-major rows (a tiled transpose through
-//                  shared memory, gathering each output column's rank).
+//   phast_unpackV_* rank-major columns to vertex-major rows (a tiled transpose
+//                  through shared memory, gathering each output column's rank).
+//   phast_topV_*   the top levels at once, where sums are exact (top_sweep).
 //
 // RPHAST (targets given): the same kernels; the down sweep gets only the ranks the
 // targets depend on (their elimination-tree paths to the root) and the unpack only
@@ -42,7 +44,7 @@
 // arc's, per direction, from the customization), -1 until one does (set on the walk,
 // and by the down sweep off it).  Only a strictly
 // smaller sum replaces it, so P follows the relaxations that made D.
-// phast_unpack_i32 turns it into rows as the distances are.
+// phast_unpackV_i32 turns it into rows as the distances are.
 //
 // Sums round to nearest (no cycles are walked: non-negative weights, a finite sweep).
 
@@ -70,54 +72,65 @@ __device__ __forceinline__ bool on_walk(int col_pre, int pre_r, int span_r)
     return (unsigned)(col_pre - pre_r) < (unsigned)span_r;
 }
 
+// A warp's buffer for one walk, indexed by depth (a walk meets each depth once, and a
+// rank's upward arcs lead to its ancestors: ranks on the walk), so the walk's
+// relaxations stay in shared memory rather than striding through D: the walk's
+// values, its ranks and, with predecessors, theirs.  Its bytes (walk_bytes in
+// mgapsp/cuda/phast.py): height * (sizeof(T) + 4 (+ 4)), rounded up to 16.
 template <typename T>
 __device__ __forceinline__ void up_walks(
     const int* __restrict__ src_rank, i64 B, i64 Bp, const int* __restrict__ parent,
     const i64* __restrict__ up_ptr, const int* __restrict__ up_head,
     const T* __restrict__ w_up, T* D, const int* __restrict__ last_up, int* P,
-    const int* __restrict__ depth, int top, int* walk_rank, T* walk_value)
+    const int* __restrict__ depth, int top, int* walk_rank, T* walk_value,
+    int height, char* scratch)
 {
+    extern __shared__ __align__(16) char phast_walks[];
     const int lane = threadIdx.x & 31;
     const i64 warp = ((i64)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
     const i64 nwarps = ((i64)gridDim.x * blockDim.x) >> 5;
+    const i64 bytes = ((i64)height * (sizeof(T) + (P ? 8 : 4)) + 15) / 16 * 16;
+    // in shared memory, or (too deep a tree for it) in global scratch, a warp's own
+    char* mine = scratch ? scratch + warp * bytes : phast_walks + (threadIdx.x >> 5) * bytes;
+    T* val = reinterpret_cast<T*>(mine);
+    int* path = reinterpret_cast<int*>(mine + (i64)height * sizeof(T));
+    int* pv = path + height;
     const T inf = phast_inf<T>();
     for (i64 b = warp; b < B; b += nwarps) {
-        // the column's rows on the walk start at inf (0 at the source); the others are
-        // never read: the down sweep takes inf for them (on_walk)
-        if (lane == 0) {
-            for (int x = src_rank[b]; x >= 0; x = parent[x]) {
-                D[(i64)x * Bp + b] = x == src_rank[b] ? (T)0 : inf;
-                if (P) P[(i64)x * Bp + b] = -1;
-            }
+        const int first = src_rank[b], deepest = depth[first];
+        for (int d = lane; d <= deepest; d += 32) {
+            val[d] = d == deepest ? (T)0 : inf;
+            if (P) pv[d] = -1;
         }
         __syncwarp();
-        int x = src_rank[b];
-        while (x >= 0) {
-            // written by this warp's lanes in an earlier step, ordered by __syncwarp
-            const T dx = D[(i64)x * Bp + b];
-            if (dx < inf) {
+        for (int x = first; x >= 0; x = parent[x]) {
+            const int dx = depth[x];
+            if (lane == 0) path[dx] = x;
+            const T here = val[dx];
+            if (here < inf) {
                 const i64 end = up_ptr[x + 1];
                 for (i64 a = up_ptr[x] + lane; a < end; a += 32) {
-                    const i64 t = (i64)up_head[a] * Bp + b;
-                    const T c = dx + w_up[a];
-                    if (c < D[t]) {
-                        D[t] = c;
-                        if (P) P[t] = last_up[a];
+                    const int t = depth[up_head[a]];        // heads differ: so do depths
+                    const T c = here + w_up[a];
+                    if (c < val[t]) {
+                        val[t] = c;
+                        if (P) pv[t] = last_up[a];
                     }
                 }
             }
             __syncwarp();
-            x = parent[x];
         }
-        // the walk's ranks in the top levels and their values, by depth, for top_sweep
-        if (top > 0 && lane == 0) {
-            for (int y = src_rank[b]; y >= 0; y = parent[y]) {
-                if (depth[y] < top) {
-                    walk_rank[(i64)depth[y] * Bp + b] = y;
-                    walk_value[(i64)depth[y] * Bp + b] = D[(i64)y * Bp + b];
-                }
+        // the walk's entries of D (and P); its top entries by depth, for top_sweep
+        for (int d = lane; d <= deepest; d += 32) {
+            const int r = path[d];
+            D[(i64)r * Bp + b] = val[d];
+            if (P) P[(i64)r * Bp + b] = pv[d];
+            if (d < top) {
+                walk_rank[(i64)d * Bp + b] = r;
+                walk_value[(i64)d * Bp + b] = val[d];
             }
         }
+        __syncwarp();
     }
 }
 
@@ -356,24 +369,30 @@ __device__ __forceinline__ void down_level_split(
 }
 
 // out[b * n + v] = D[rank[v] * Bp + b] for b < B and the n output columns v (every
-// vertex, or the targets): blocks of 32 x 8 threads move
-// 32 x 32 tiles (columns b along x when reading, vertices v along x when writing)
-template <typename T>
+// vertex, or the targets): blocks of 32 x 8 threads move tiles of 32 vertices x 32 * V
+// columns, each lane reading V columns of a rank's row in one load, 16 bytes where the
+// batch is padded for it (more bytes in flight than a word a lane)
+template <typename T, int V>
 __device__ __forceinline__ void unpack(
     const T* __restrict__ D, i64 n, i64 Bp, i64 B, const int* __restrict__ rank,
     T* __restrict__ out)
 {
-    __shared__ T tile[PHAST_TILE][PHAST_TILE + 1];
+    __shared__ T tile[PHAST_TILE * V][PHAST_TILE + 1];
     const i64 v0 = (i64)blockIdx.x * PHAST_TILE;
-    const i64 b0 = (i64)blockIdx.y * PHAST_TILE;
+    const i64 b0 = (i64)blockIdx.y * PHAST_TILE * V;
     for (int j = threadIdx.y; j < PHAST_TILE; j += PHAST_TILE_ROWS) {
-        const i64 v = v0 + j, b = b0 + threadIdx.x;
-        if (v < n && b < B) tile[j][threadIdx.x] = D[(i64)rank[v] * Bp + b];
+        const i64 v = v0 + j, b = b0 + threadIdx.x * V;
+        if (v < n && b < Bp) {
+            T x[V];
+            load_cols<T, V>(D + (i64)rank[v] * Bp + b, x);
+#pragma unroll
+            for (int c = 0; c < V; ++c) tile[threadIdx.x * V + c][j] = x[c];
+        }
     }
     __syncthreads();
-    for (int j = threadIdx.y; j < PHAST_TILE; j += PHAST_TILE_ROWS) {
-        const i64 b = b0 + j, v = v0 + threadIdx.x;
-        if (v < n && b < B) out[b * n + v] = tile[threadIdx.x][j];
+    for (int c = threadIdx.y; c < PHAST_TILE * V; c += PHAST_TILE_ROWS) {
+        const i64 b = b0 + c, v = v0 + threadIdx.x;
+        if (v < n && b < B) out[b * n + v] = tile[c][threadIdx.x];
     }
 }
 
@@ -390,10 +409,11 @@ __device__ __forceinline__ void unpack(
         const int* __restrict__ src_rank, i64 B, i64 Bp, const int* __restrict__ parent, \
         const i64* __restrict__ up_ptr, const int* __restrict__ up_head,              \
         const T* __restrict__ w_up, T* D, const int* __restrict__ last_up, int* P,    \
-        const int* __restrict__ depth, int top, int* walk_rank, T* walk_value)        \
+        const int* __restrict__ depth, int top, int* walk_rank, T* walk_value,        \
+        int height, char* scratch)                                                    \
     {                                                                                 \
         up_walks<T>(src_rank, B, Bp, parent, up_ptr, up_head, w_up, D, last_up, P,   \
-                    depth, top, walk_rank, walk_value);                               \
+                    depth, top, walk_rank, walk_value, height, scratch);              \
     }                                                                                 \
     extern "C" __global__ void phast_down1_##SUFFIX(PHAST_DOWN_ARGS(T))               \
     {                                                                                 \
@@ -403,11 +423,11 @@ __device__ __forceinline__ void unpack(
     {                                                                                 \
         down_level_split<T>(PHAST_DOWN_PASS);                                         \
     }                                                                                 \
-    extern "C" __global__ void phast_unpack_##SUFFIX(                                 \
+    extern "C" __global__ void phast_unpack1_##SUFFIX(                                \
         const T* __restrict__ D, i64 n, i64 Bp, i64 B, const int* __restrict__ rank,  \
         T* __restrict__ out)                                                          \
     {                                                                                 \
-        unpack<T>(D, n, Bp, B, rank, out);                                            \
+        unpack<T, 1>(D, n, Bp, B, rank, out);                                         \
     }
 
 PHAST_KERNELS(f32, float)
@@ -423,12 +443,20 @@ extern "C" __global__ void phast_down2_f64(PHAST_DOWN_ARGS(double))
     down_level<double, 2>(PHAST_DOWN_PASS);
 }
 
-extern "C" __global__ void phast_unpack_i32(
-    const int* __restrict__ P, i64 n, i64 Bp, i64 B, const int* __restrict__ rank,
-    int* __restrict__ out)
-{
-    unpack<int>(P, n, Bp, B, rank, out);
-}
+#define PHAST_UNPACK(SUFFIX, T, V)                                                    \
+    extern "C" __global__ void phast_unpack##V##_##SUFFIX(                            \
+        const T* __restrict__ D, i64 n, i64 Bp, i64 B, const int* __restrict__ rank,  \
+        T* __restrict__ out)                                                          \
+    {                                                                                 \
+        unpack<T, V>(D, n, Bp, B, rank, out);                                         \
+    }
+
+PHAST_UNPACK(f32, float, 4)
+PHAST_UNPACK(f64, double, 2)
+// predecessors, V as the batch's distances
+PHAST_UNPACK(i32, int, 1)
+PHAST_UNPACK(i32, int, 2)
+PHAST_UNPACK(i32, int, 4)
 
 #define PHAST_TOP_ARGS(T)                                                             \
     const int* __restrict__ top_ranks, i64 count, int top,                            \

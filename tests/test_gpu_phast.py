@@ -98,6 +98,26 @@ def test_wide_batches_give_the_narrow_ones_bits(data_dir, dtype):
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
+def test_walks_too_deep_for_shared_memory_give_the_same_bits(data_dir, monkeypatch, dtype):
+    """Each up walk works in a buffer by depth: in shared memory, or in global scratch
+    where the tree is too deep for it (forced here); distances and predecessors alike."""
+    graph = read_graph(data_dir / "NY.pace.gr.gz")
+    h = hierarchy.build(graph)
+    dh = phast.upload(h, dtype)
+    xp = phast.cupy_module()
+    src = np.random.default_rng(8).choice(graph.n, 90, replace=False)
+    want = phast.phast_batch(dh, src, predecessors=True)
+    want_top = phast.phast_batch(dh, src)[0]
+    monkeypatch.setattr(phast, "_WALK_SHARED", 64)
+    assert phast.walk_bytes(h.height, dtype, False) > 64
+    got = phast.phast_batch(dh, src, predecessors=True)
+    for g, w in zip(got[:2], want[:2]):
+        np.testing.assert_array_equal(xp.asnumpy(g), xp.asnumpy(w))
+    np.testing.assert_array_equal(xp.asnumpy(phast.phast_batch(dh, src)[0]),
+                                  xp.asnumpy(want_top))
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
 @pytest.mark.parametrize("kind", ["NY", "grid", "components"])
 def test_the_top_product_gives_the_level_sweeps_bits(data_dir, kind, dtype):
     """With integer weights the sweep's top levels are one product over the walks'

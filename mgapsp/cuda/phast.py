@@ -17,9 +17,10 @@ from .loader import BLOCK_THREADS, grid_blocks, cupy_module, get_kernel, persist
 KERNEL_FILE = "phast.cu"
 #: every kernel this module launches from KERNEL_FILE
 KERNEL_NAMES = tuple(f"phast_{kind}_{t}" for t in ("f32", "f64")
-                     for kind in ("up", "down1", "top1", "down_split", "unpack")
-                     ) + ("phast_down4_f32", "phast_down2_f64", "phast_top4_f32",
-                          "phast_top2_f64", "phast_unpack_i32")
+                     for kind in ("up", "down1", "top1", "down_split", "unpack1")
+                     ) + tuple(f"phast_{kind}4_f32" for kind in ("down", "top", "unpack")
+                               ) + tuple(f"phast_{kind}2_f64" for kind in ("down", "top", "unpack")
+                                         ) + tuple(f"phast_unpack{v}_i32" for v in (1, 2, 4))
 _TILE, _TILE_ROWS = 32, 8           # unpack block shape (as in the .cu file)
 _MAX_GRID_Y = 65535
 _SUFFIX = {np.dtype(np.float32): "f32", np.dtype(np.float64): "f64"}
@@ -41,6 +42,9 @@ TOP_LEVEL_RANKS = 64
 TOP_ENTRIES = 2**22
 _TOP_MOST_LEVELS = 2**11             # the square root of TOP_ENTRIES: levels <= ranks
 _TOP_WARP_RANKS, _TOP_THREADS = 4, 256    # PHAST_TOP_RANKS; 8 warps a block
+#: shared memory the up walks' buffers may take in a block (past 48 KiB the kernel is
+#: allowed more); a tree too deep for one warp's buffer there walks in global scratch
+_WALK_SHARED = 96 * 1024
 
 
 @dataclass(eq=False)
@@ -63,6 +67,7 @@ class DeviceHierarchy:
     pre: Any                     # preorder number and subtree size of each rank
     span: Any
     depth: Any
+    height: int                  # levels of the tree
     top: int                     # levels swept as one product (0: none)
     top_ranks: Any               # their ranks and chains (mgapsp.hierarchy.chains)
     chain_rank: Any
@@ -95,6 +100,7 @@ def upload(h: Hierarchy, dtype) -> DeviceHierarchy:
                   last_down=cupy.asarray(h.last_down, dtype=cupy.int32),
                   level_ranks=cupy.asarray(ranks, dtype=cupy.int32))
     return DeviceHierarchy(dtype=dt, n=h.n, arcs=h.arcs, level_ptr=ptr, top=top,
+                           height=h.height,
                            level_width=_widths(h, ptr, ranks),
                            nbytes=sum(int(a.nbytes) for a in arrays.values()), **arrays)
 
@@ -211,11 +217,7 @@ def phast_batch(dh: DeviceHierarchy, sources, restricted: Sweep | None = None,
     top = 0 if predecessors else dh.top
     walk_rank = cupy.full(top * Bp, -1, dtype=cupy.int32) if top else np.uint64(0)
     walk_value = cupy.empty(top * Bp, dtype=dt) if top else np.uint64(0)
-    up = get_kernel(f"phast_up_{sfx}", KERNEL_FILE)
-    grid = min(persistent_grid(up), grid_blocks(B * 32))
-    up((grid,), (BLOCK_THREADS,),
-       (src_rank, np.int64(B), np.int64(Bp), dh.parent, dh.up_ptr, dh.up_head, dh.w_up, D,
-        dh.last_up, P_arg, dh.depth, np.int32(top), walk_rank, walk_value))
+    _up_walks(dh, src_rank, B, Bp, D, P_arg, top, walk_rank, walk_value)
     if top:
         count = len(dh.top_ranks)
         per_block = _TOP_WARP_RANKS * _TOP_THREADS // 32
@@ -242,15 +244,46 @@ def phast_batch(dh: DeviceHierarchy, sources, restricted: Sweep | None = None,
     out = cupy.empty((B, width), dtype=dt)
     pred = cupy.empty((B, width), dtype=cupy.int32) if predecessors else None
     if width:
-        grid2 = (grid_blocks(width, _TILE), grid_blocks(B, _TILE))
+        grid2 = (grid_blocks(width, _TILE), grid_blocks(Bp, _TILE * V))
         args = (np.int64(width), np.int64(Bp), np.int64(B), out_rank)
-        get_kernel(f"phast_unpack_{sfx}", KERNEL_FILE)(grid2, (_TILE, _TILE_ROWS),
-                                                     (D,) + args + (out,))
+        get_kernel(f"phast_unpack{V}_{sfx}", KERNEL_FILE)(grid2, (_TILE, _TILE_ROWS),
+                                                        (D,) + args + (out,))
         if predecessors:
-            get_kernel("phast_unpack_i32", KERNEL_FILE)(grid2, (_TILE, _TILE_ROWS),
-                                                      (P,) + args + (pred,))
+            get_kernel(f"phast_unpack{V}_i32", KERNEL_FILE)(grid2, (_TILE, _TILE_ROWS),
+                                                          (P,) + args + (pred,))
     del D, P
     return out, pred, {"rounds": max(0, len(ptr) - 2), "relaxations": arcs * B}
+
+
+def walk_bytes(height: int, dtype, predecessors: bool) -> int:
+    """Bytes of one warp's walk buffer (``up_walks``): a value, a rank and, with
+    predecessors, a predecessor per level, rounded up to 16."""
+    per_level = np.dtype(dtype).itemsize + (8 if predecessors else 4)
+    return -(-height * per_level // 16) * 16
+
+
+def _up_walks(dh: DeviceHierarchy, src_rank, B: int, Bp: int, D, P_arg, top: int,
+              walk_rank, walk_value) -> None:
+    """The batch's up walks, a warp each, their buffers in shared memory (as many
+    warps a block as fit in :data:`_WALK_SHARED`) or, for a tree too deep, in global
+    scratch of a warp each of a grid that strides over the sources."""
+    cupy = cupy_module()
+    up = get_kernel(f"phast_up_{_SUFFIX[dh.dtype]}", KERNEL_FILE)
+    per_warp = walk_bytes(dh.height, dh.dtype, not isinstance(P_arg, np.uint64))
+    warps = min(BLOCK_THREADS // 32, _WALK_SHARED // per_warp)
+    common = (src_rank, np.int64(B), np.int64(Bp), dh.parent, dh.up_ptr, dh.up_head,
+              dh.w_up, D, dh.last_up, P_arg, dh.depth, np.int32(top), walk_rank,
+              walk_value, np.int32(dh.height))
+    if warps:
+        shared = warps * per_warp
+        if shared > 48 * 1024 and up.max_dynamic_shared_size_bytes < shared:
+            up.max_dynamic_shared_size_bytes = shared
+        up((grid_blocks(B, warps),), (32 * warps,), common + (np.uint64(0),),
+           shared_mem=shared)
+    else:
+        grid = min(persistent_grid(up), grid_blocks(B * 32))
+        scratch = cupy.empty(grid * BLOCK_THREADS // 32 * per_warp, dtype=cupy.uint8)
+        up((grid,), (BLOCK_THREADS,), common + (scratch,))
 
 
 def columns_per_lane(dtype, B: int) -> int:
