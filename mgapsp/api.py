@@ -326,10 +326,16 @@ def _in_process(graph: Graph, *, backend, algorithm, dtype, sources, targets, ba
                 predecessors, bar: ProgressBar, device: bool = False):
     impl = get_backend(backend)
     ready = algorithm == "auto" and hierarchy.known(graph)
-    # an answer kept on the device takes its batches' room (at most float64 rows)
+    # an answer kept on the device takes its batches' room, in the dtype planned (a
+    # checked float32 answer that must widen says so then, if float64 does not fit)
     rows = graph.n if sources is None else len(sources)
     cols = graph.n if targets is None else len(targets)
-    kept = rows * cols * 8 + (rows * graph.n * 4 if predecessors else 0) if device else 0
+    kept = 0
+    if device:
+        planned = choose_dtype(graph, dtype, predecessors=predecessors,
+                               gpu=backend == "gpu")[0]
+        kept = rows * cols * np.dtype(planned).itemsize + (
+            rows * graph.n * 4 if predecessors else 0)
     if device and kept > impl.memory_available():
         raise InsufficientMemoryError(
             f"a result of {rows:,} x {cols:,} on the GPU", kept, impl.memory_available(),

@@ -59,3 +59,21 @@ def test_the_check_accepts_true_rows_and_refuses_wrong_ones():
     moved = rows[0].copy()
     moved[0] = 3
     assert "not 0" in sssp_check.check_row(csr, 0, moved)
+
+
+def test_a_road_region_is_the_first_vertices_a_search_reaches(data_dir):
+    """``bench.road_allpairs.region``: ``size`` vertices, one piece of the roads (a
+    breadth-first search from any of them reaches every other), the arcs among them
+    with their weights."""
+    from scipy.sparse import csgraph
+
+    from bench.road_allpairs import region
+    from mgapsp import read_graph
+
+    roads = read_graph(data_dir / "rome99.gr")
+    part = region(roads, 1000, seed=2)
+    assert part.n == 1000 and 0 < part.m < roads.m
+    A = part.to_scipy()
+    assert csgraph.connected_components(A + A.T, directed=False)[0] == 1
+    assert set(np.unique(part.weights)) <= set(np.unique(roads.weights))
+    assert np.array_equal(region(roads, 1000, seed=2).to_scipy().toarray(), A.toarray())

@@ -92,3 +92,35 @@ def test_device_rows_widen_past_float32(data_dir):
     want = csgraph.dijkstra(graph.to_scipy())
     assert got.dtype == np.float64
     np.testing.assert_array_equal(cupy.asnumpy(got), want)
+
+
+@pytest.mark.gpu
+def test_device_rows_reserve_the_planned_dtype_and_say_when_float64_has_no_room(
+        monkeypatch):
+    """A float32 answer reserves 4 bytes a distance (not float64's 8): an 80 GB GPU
+    holds a 115,000-vertex road network's all pairs.  Should a checked batch need
+    float64 where the device has no room for it, one line says so."""
+    import cupy
+
+    from mgapsp import InsufficientMemoryError
+    from mgapsp.backends.gpu import GPUBackend
+
+    n = 1024    # a chain, as above
+    src = np.append(np.arange(n - 2), n - 1)
+    dst = np.append(np.arange(1, n - 1), 0)
+    graph = mgapsp.Graph.from_edges(src, dst, np.append(np.ones(n - 2), 2**25), n=n)
+    room = n * n * 6                 # float32's rows fit, float64's would not
+    monkeypatch.setattr(GPUBackend, "memory_available", lambda self: room)
+    got = mgapsp.apsp(graph, device=True, batch_size=64, sources=np.arange(n - 1))
+    assert got.dtype == np.float32
+    empty = cupy.empty
+
+    def no_float64(shape, dtype=float, *args, **kwargs):
+        if np.dtype(dtype) == np.float64 and tuple(np.atleast_1d(shape)) == (n, n):
+            raise cupy.cuda.memory.OutOfMemoryError(n * n * 8, 0, 0)
+        return empty(shape, dtype, *args, **kwargs)
+
+    monkeypatch.setattr(cupy, "empty", no_float64)
+    with pytest.raises(InsufficientMemoryError,
+                       match=r"float64 rows of 1,024 x 1,024 on the GPU .*reach 2\*\*24"):
+        mgapsp.apsp(graph, device=True, batch_size=64)

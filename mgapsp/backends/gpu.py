@@ -313,9 +313,7 @@ class GPUBackend(Backend):
                     if not (checked32 and dist.dtype == np.float32 and
                             float(self.largest_finite(block)) >= FLOAT32_EXACT):
                         break
-                    wide = cupy.empty(shape, dtype=cupy.float64)
-                    wide[:lo] = dist[:lo]
-                    dist = wide
+                    dist = self._widened(dist, lo)
                 dist[lo:hi] = block
                 if pred is not None:
                     pred[lo:hi] = res.predecessors
@@ -325,6 +323,21 @@ class GPUBackend(Backend):
             # the rows are whole before the caller's stream reads them
             cupy.cuda.get_current_stream().synchronize()
         return dist, pred
+
+    def _widened(self, dist, done: int):
+        """``dist`` as float64 (its first ``done`` rows kept), or a one-line refusal
+        where the device has no room for it beside the float32 rows."""
+        cupy = gpu.cupy_module()
+        try:
+            wide = cupy.empty(dist.shape, dtype=cupy.float64)
+        except cupy.cuda.memory.OutOfMemoryError:
+            raise InsufficientMemoryError(
+                f"float64 rows of {dist.shape[0]:,} x {dist.shape[1]:,} on the GPU (a "
+                "batch's distances reach 2**24, past float32's exact integers)",
+                dist.size * 8, self.memory_available(),
+                "pass out= to stream them into a store instead") from None
+        wide[:done] = dist[:done]
+        return wide
 
     def dependencies(self, graph: Graph, sources, *, algorithm, dtype, batch_size: int,
                      checked32: bool = False, endpoints: bool = False,
