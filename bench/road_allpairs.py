@@ -65,13 +65,17 @@ def region(graph: mgapsp.Graph, size: int, seed: int = 1) -> mgapsp.Graph:
                         name=f"ny{size // 1000}k")
 
 
+def _count(text: str) -> int:
+    return int(text[:-1]) * 1000 if text.endswith("k") else int(text)
+
+
 def load(name: str) -> mgapsp.Graph:
     if name == "ny":
         return mgapsp.read_graph(NY)
-    if name.startswith("ny") and name.endswith("k"):
-        return region(mgapsp.read_graph(NY), int(name[2:-1]) * 1000)
-    gen = (generators.highway(int(name[7:]), seed=1) if name.startswith("highway")
-           else generators.delaunay(int(name[8:]), seed=1))
+    if name.startswith("ny"):
+        return region(mgapsp.read_graph(NY), _count(name[2:]))
+    gen = (generators.highway(_count(name[7:]), seed=1) if name.startswith("highway")
+           else generators.delaunay(_count(name[8:]), seed=1))
     csr = gen.csr()
     return mgapsp.Graph(csr.indptr, csr.indices, csr.data, directed=True, name=name)
 
