@@ -123,6 +123,12 @@ class Graph:
             return float(min(max(self.n - 1, 0) * w.max(), w.sum()))
 
     @property
+    def exact_float64_sums(self) -> bool:
+        """Whether every path's sum is exact in float64, whichever way it is added or
+        rounded: integer weights whose sums stay below 2**53."""
+        return self.integral_weights and self.path_sum_bound < 2.0**53
+
+    @property
     def has_negative_weights(self) -> bool:
         return self.min_weight < 0
 

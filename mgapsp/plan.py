@@ -284,9 +284,7 @@ def brandes_algorithm(graph: Graph, algorithm: str, asked: str) -> str:
     """The algorithm whose distances betweenness reads its ties from: ``algorithm``
     (what ``asked`` resolved to) where the weights' sums are exact integers, or where
     it sums along paths; else ``dijkstra`` for ``auto``, and one line for another."""
-    if graph.integral_weights and graph.path_sum_bound < 2.0**53:
-        return algorithm
-    if algorithm in SUMS_ALONG_PATHS:
+    if graph.exact_float64_sums or algorithm in SUMS_ALONG_PATHS:
         return algorithm
     if asked == "auto":
         return DIJKSTRA.name

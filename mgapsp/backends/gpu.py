@@ -391,10 +391,9 @@ class GPUBackend(Backend):
 
     def _add_dependencies(self, graph, block, sources, bc, ebc, endpoints) -> None:
         dt = np.dtype(block.dtype)
-        # sums of integers below 2**53 are exact whichever way they round
-        exact = graph.integral_weights and graph.path_sum_bound < 2.0**53
         brandes.add_dependencies(self.device_graph(graph, dt), block, sources, bc, ebc,
-                                 endpoints=endpoints, nearest=dt == np.float64 and not exact)
+                                 endpoints=endpoints,
+                                 nearest=dt == np.float64 and not graph.exact_float64_sums)
 
     def _brandes_width(self, graph: Graph, spec, dtype: np.dtype, most: int) -> int:
         """Sources a batch of :meth:`dependencies` takes: at most ``most``, halved

@@ -34,7 +34,8 @@ need every edge weight positive.
 Weights must be non-negative (a hierarchy of a graph with negative weights would need
 its potentials first: use ``johnson``).
 The package: :mod:`.model` (the :class:`Hierarchy` and phast's rules), :mod:`.construct`
-(the build), :mod:`.storage` (files and this process's memory).  The sweeps are
+(the build), :mod:`.chains` (the top levels as chains, for the GPU sweep),
+:mod:`.storage` (files and this process's memory).  The sweeps are
 PHAST's room (:mod:`mgapsp.backends.phast`); whether a graph looks like a road
 network is the planner's (:func:`mgapsp.plan.road_like`).
 """
