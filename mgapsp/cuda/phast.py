@@ -16,11 +16,12 @@ from .loader import BLOCK_THREADS, grid_blocks, cupy_module, get_kernel, persist
 
 KERNEL_FILE = "phast.cu"
 #: every kernel this module launches from KERNEL_FILE
-KERNEL_NAMES = tuple(f"phast_{kind}_{t}" for t in ("f32", "f64")
-                     for kind in ("up", "down1", "top1", "down_split", "unpack1")
-                     ) + tuple(f"phast_{kind}4_f32" for kind in ("down", "top", "unpack")
-                               ) + tuple(f"phast_{kind}2_f64" for kind in ("down", "top", "unpack")
-                                         ) + tuple(f"phast_unpack{v}_i32" for v in (1, 2, 4))
+KERNEL_NAMES = (
+    *(f"phast_{kind}_{t}" for t in ("f32", "f64")
+      for kind in ("up", "down1", "top1", "down_split", "unpack1")),
+    *(f"phast_{kind}4_f32" for kind in ("down", "top", "unpack")),
+    *(f"phast_{kind}2_f64" for kind in ("down", "top", "unpack")),
+    *(f"phast_unpack{v}_i32" for v in (1, 2, 4)))
 _TILE, _TILE_ROWS = 32, 8           # unpack block shape (as in the .cu file)
 _MAX_GRID_Y = 65535
 _SUFFIX = {np.dtype(np.float32): "f32", np.dtype(np.float64): "f64"}
@@ -32,11 +33,12 @@ BUSY_WARPS_PER_SM = 32
 #: columns a lane of the down sweep takes (one vector load: 16 bytes), by dtype
 _VECTOR = {np.dtype(np.float32): 4, np.dtype(np.float64): 2}
 #: fewest sources for which that many columns a lane pay for the padding: a batch is
-#: padded to ``32 * columns`` (128 float32 columns is 16% more work for 700 sources)
+#: padded to ``32 * columns`` (700 float32 sources sweep 768 columns: 10% more)
 _VECTOR_FROM = 512
 #: the sweep's top levels go to one product while each holds at most this many ranks
-#: (a launch per level costs more there than the product's work, which grows with
-#: the ranks times their depth) ...
+#: (there a launch per level costs more than the product's work, which grows with
+#: the ranks times their depth; the one value measured, on NY and two generated
+#: road graphs) ...
 TOP_LEVEL_RANKS = 64
 #: ... and their chains (ranks times levels) stay within this many entries
 TOP_ENTRIES = 2**22
