@@ -746,6 +746,39 @@ def test_disk_errors_name_the_file(tmp_path):
     assert str(tmp_path / "afile") in str(info.value)
 
 
+def test_a_chunk_never_makes_its_removed_store_again(tmp_path):
+    """A chunk's folders are made below its array's folder only: where the array (or
+    the store) is being removed, or a folder made for the chunk vanishes before the
+    chunk is in place, the write stops with one line saying so, and no folder of the
+    store is made again."""
+    import shutil
+
+    from mgapsp.errors import StoreError
+    from mgapsp.store.atomic import commit, open_partial, write_file_atomic
+
+    store = tmp_path / "s.zarr"
+    (store / "distances").mkdir(parents=True)
+    (store / "zarr.json").write_text("{}")
+    (store / "distances" / "zarr.json").write_text("{}")
+    assert write_file_atomic(store / "distances" / "c" / "2" / "0", b"data") == 4
+    assert (store / "distances" / "c" / "2" / "0").read_bytes() == b"data"
+    shutil.rmtree(store / "distances")
+    with pytest.raises(StoreError, match="distances was removed while a worker wrote"):
+        write_file_atomic(store / "distances" / "c" / "3" / "0", b"data")
+    assert sorted(p.name for p in store.iterdir()) == ["zarr.json"]
+    (store / "distances").mkdir()
+    (store / "distances" / "zarr.json").write_text("{}")
+    tmp, fd = open_partial(store / "distances" / "c" / "4" / "0")
+    shutil.rmtree(store / "distances" / "c")
+    with pytest.raises(StoreError, match=r"c/4 was removed while a worker wrote"):
+        commit(tmp, fd, store / "distances" / "c" / "4" / "0")
+    assert not (store / "distances" / "c").exists()
+    shutil.rmtree(store)
+    with pytest.raises(StoreError, match="s.zarr was removed while a worker wrote"):
+        write_file_atomic(store / "zarr.json", b"{}")     # the job's attributes
+    assert not store.exists()
+
+
 @pytest.mark.slow
 def test_huge_declared_counts_are_one_line_in_little_memory(tmp_path):
     results = faults.huge_declared_counts(tmp_path)

@@ -12,6 +12,8 @@ import os
 import uuid
 from pathlib import Path
 
+from ..errors import StoreError
+
 __all__ = ["PARTIAL", "write_file_atomic", "open_partial", "commit", "discard", "pwrite"]
 
 #: the suffix of a file being written, renamed into place once whole
@@ -48,10 +50,39 @@ def open_partial(path: Path, guard=None) -> tuple[Path, int]:
         except FileNotFoundError:       # the chunk's directory is new
             if guard is not None:       # or the store was deleted: not made again
                 guard()
-            path.parent.mkdir(parents=True, exist_ok=True)
-            return tmp, os.open(tmp, flags, 0o666)
+            _make_folders(path)
+            try:
+                return tmp, os.open(tmp, flags, 0o666)
+            except FileNotFoundError:   # the folder just made is gone already
+                raise _removed(path.parent) from None
     except OSError as exc:
         raise _named(exc, tmp) from None
+
+
+def _make_folders(path: Path) -> None:
+    """The missing folders of ``path``.  For a chunk (``<array>/c/...``) only those
+    below its array's folder, a level at a time: where that folder is gone, the store
+    is being removed, and neither it nor the store's folder is made again.  A node's
+    metadata (``zarr.json``) makes no folder: its node's is gone."""
+    if path.name == "zarr.json":
+        raise _removed(path.parent)
+    parts = path.parent.parts
+    if "c" not in parts:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        return
+    at = len(parts) - 1 - parts[::-1].index("c")
+    folder = Path(*parts[:at])
+    for part in parts[at:]:
+        folder = folder / part
+        try:
+            folder.mkdir(exist_ok=True)
+        except FileNotFoundError:
+            raise _removed(folder.parent) from None
+
+
+def _removed(folder: Path) -> StoreError:
+    return StoreError(f"{folder} was removed while a worker wrote into it (the store "
+                      "deleted?); this worker stops writing")
 
 
 def commit(tmp: Path, fd: int, path: Path) -> None:
@@ -62,6 +93,8 @@ def commit(tmp: Path, fd: int, path: Path) -> None:
         os.replace(tmp, path)
     except BaseException as exc:
         tmp.unlink(missing_ok=True)
+        if isinstance(exc, FileNotFoundError) and not path.parent.is_dir():
+            raise _removed(path.parent) from None
         if isinstance(exc, OSError):
             raise _named(exc, path) from None
         raise
