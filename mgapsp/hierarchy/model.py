@@ -4,6 +4,7 @@ non-negative weights, and positive ones for predecessors."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
@@ -72,9 +73,19 @@ class Hierarchy:
         (RPHAST's restriction): every upward arc leads to an elimination-tree ancestor,
         so these are the targets' paths to their roots.
         """
+        if targets is None:
+            return self._all_levels
+        return self._grouped(self.above(targets))
+
+    @cached_property
+    def _all_levels(self) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`levels` of every rank, once: an upload asks for them four times."""
+        return self._grouped(None)
+
+    def _grouped(self, keep) -> tuple[np.ndarray, np.ndarray]:
         by_depth = np.argsort(self.depth, kind="stable").astype(np.int32)
-        if targets is not None:
-            by_depth = by_depth[self.above(targets)[by_depth]]
+        if keep is not None:
+            by_depth = by_depth[keep[by_depth]]
         counts = np.bincount(self.depth[by_depth], minlength=self.height)
         ptr = np.zeros(len(counts) + 1, dtype=np.int64)
         np.cumsum(counts, out=ptr[1:])
