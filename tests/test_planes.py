@@ -176,6 +176,29 @@ def test_zarr_and_xarray_read_it_through_the_entry_point(tmp_path):
     assert _same_bits(np.load(out), x)
 
 
+def test_a_row_across_many_chunks_decodes_them_in_threads(tmp_path, monkeypatch):
+    """Zarr's event loop hands each chunk to a thread (as its own codecs do), so that
+    one row, which crosses every chunk of its batch, decodes on every core."""
+    import threading
+
+    x = np.cumsum(np.random.default_rng(2).random((16, 1024)), axis=1).astype(np.float32)
+    arr = zarr.open_group(tmp_path / "g.zarr", mode="w").create_array(
+        "d", shape=x.shape, chunks=(16, 64), dtype="float32", fill_value=np.nan,
+        compressors=[COMPRESSIONS["planes"]])
+    arr[:] = x
+    seen, decode = set(), planes.PlanesCodec._decode_sync
+
+    def spy(self, chunk_bytes, chunk_spec):
+        seen.add(threading.get_ident())
+        return decode(self, chunk_bytes, chunk_spec)
+
+    monkeypatch.setattr(planes.PlanesCodec, "_decode_sync", spy)
+    assert _same_bits(zarr.open_array(tmp_path / "g.zarr" / "d", mode="r")[5, :], x[5])
+    from zarr.core.sync import iothread
+
+    assert seen and iothread[0].ident not in seen      # not on Zarr's event loop
+
+
 # -- on the GPU: the same bytes --------------------------------------------------------
 def _host_frames(block: np.ndarray, chunk_rows: int, chunk_cols: int, fill) -> list:
     rows, n = block.shape

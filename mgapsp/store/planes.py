@@ -45,6 +45,7 @@ above it, not always the one just above (bench/NOTES.md, issue 50).
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -163,11 +164,14 @@ class PlanesCodec(BytesBytesCodec):
         raw = decode(chunk_bytes.as_numpy_array())
         return chunk_spec.prototype.buffer.from_array_like(raw)
 
+    # in threads, as Zarr's own codecs: the compiled coders release the interpreter's
+    # lock, so the chunks of one read (a row crosses every chunk of its batch) decode
+    # on every core, not one after another on the event loop's thread
     async def _encode_single(self, chunk_bytes: Buffer, chunk_spec: ArraySpec) -> Buffer | None:
-        return self._encode_sync(chunk_bytes, chunk_spec)
+        return await asyncio.to_thread(self._encode_sync, chunk_bytes, chunk_spec)
 
     async def _decode_single(self, chunk_bytes: Buffer, chunk_spec: ArraySpec) -> Buffer:
-        return self._decode_sync(chunk_bytes, chunk_spec)
+        return await asyncio.to_thread(self._decode_sync, chunk_bytes, chunk_spec)
 
     def compute_encoded_size(self, _input_byte_length: int, _chunk_spec: ArraySpec) -> int:
         raise NotImplementedError
