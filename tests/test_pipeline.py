@@ -173,6 +173,27 @@ def test_resume_computes_only_missing_batches(cpu_client, data_dir, tmp_path):
     assert verify_store(out, all_rows=True).ok
 
 
+def test_the_first_row_is_summed_up_where_it_is_computed(cpu_client, data_dir, tmp_path):
+    """A job tells its summary of the store's first row (over the targets' columns)
+    without reading it back; a run that did not compute it tells nothing of it."""
+    graph = mgapsp.read_graph(data_dir / "rome99.gr")
+    out = tmp_path / "f.zarr"
+    targets = graph.vertex_ids[::7]
+    full = run_job(graph, out, cpu_client, batch_size=256, targets=targets,
+                   sources=graph.vertex_ids[3:900])
+    row = Store.open(out).group["distances"][0, :].astype(np.float64)
+    finite = row[np.isfinite(row)]
+    assert len(row) == len(targets) and 0 < len(finite) < len(row) + 1
+    assert full.first_row == {"reachable": len(finite), "farthest": finite.max()}
+    store = Store.open(out, mode="r+")
+    mask = store.group["batch_done"][:]
+    mask[1] = 0
+    store.group["batch_done"][:] = mask
+    again = run_job(graph, out, cpu_client, resume=True, targets=targets,
+                    sources=graph.vertex_ids[3:900])
+    assert again.batches_run == 1 and again.first_row is None
+
+
 def test_workers_flag_their_batches_and_old_stores_still_resume(cpu_client, data_dir,
                                                                 tmp_path):
     """Each batch's flag is a chunk file of its own, written by the worker; a store

@@ -105,14 +105,19 @@ def summary(out, report, n_workers: int, size: int) -> None:
         click.echo(f"  store: {out} ({size / 2**20:.1f} MiB), metrics of {p.n_sources:,} "
                    f"sources: {', '.join(p.metrics)} (no distances)")
         return
-    row = store.group["distances"][0, :].astype(np.float64)
-    finite = row[np.isfinite(row)]
+    width = store.group["distances"].shape[1]
+    first = report.first_row
+    if first is None:       # stored by an earlier run: read back
+        row = store.group["distances"][0, :].astype(np.float64)
+        finite = row[np.isfinite(row)]
+        first = {"reachable": len(finite), "farthest": finite.max(initial=0.0)}
     sid = store.labels("source")[0]
     click.echo(f"  store: {out} ({size / 2**20:.1f} MiB), distances {p.n_sources:,} x "
-               f"{row.shape[0]:,} {p.dtype}"
+               f"{width:,} {p.dtype}"
                + (", predecessors" if p.predecessors else ""))
-    click.echo(f"  first row (source {sid}): {len(finite):,} of {row.shape[0]:,} targets "
-               "reachable" + (f", farthest at {finite.max():g}" if len(finite) else ""))
+    click.echo(f"  first row (source {sid}): {first['reachable']:,} of {width:,} targets "
+               "reachable" + (f", farthest at {first['farthest']:g}" if first["reachable"]
+                              else ""))
 
 
 def metrics_line(store, complete: bool) -> str:

@@ -68,6 +68,9 @@ class JobReport:
     marks: dict = field(default_factory=dict)
     #: the client's wall clock (``time.time()``) when the batches started
     started: float = 0.0
+    #: the store's first row as this run computed it: ``{"reachable": count of finite
+    #: distances, "farthest": the largest}``; None where an earlier run stored it
+    first_row: dict | None = None
 
     def add_batch(self, stats: dict) -> None:
         """Count a finished batch (what :func:`mgapsp.jobs.tasks.run_batch` returned)."""
@@ -91,6 +94,8 @@ class JobReport:
             self.computing.setdefault(worker, []).append(tuple(stats["computing"]))
         if stats.get("encoding"):
             self.encoding.setdefault(worker, []).extend(map(tuple, stats["encoding"]))
+        if "first_row" in stats:
+            self.first_row = stats["first_row"]
 
     @property
     def rows_per_second(self) -> float:

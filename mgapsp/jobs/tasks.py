@@ -186,10 +186,17 @@ def run_batch(store_path: str, fingerprint: str, run: str, batch: int, start: in
                                         predecessors=predecessors, potentials=potentials,
                                         device=True, targets=job.targets)
             computing.append(time.time())
+    first_row = None
     if result is not None:
         result.distances = impl.columns(result, job.targets)
         if checked32:
             check_exact32(float(impl.largest_finite(result.distances)), 0, batch)
+        if start == 0 and keep_rows:
+            # what the job's summary says of the store's first row, reduced here: read
+            # back, that row would cost the decoding of its batch's every chunk
+            red = impl.row_reductions(result.distances[:1])
+            first_row = {"reachable": int(red["reachable"][0]),
+                         "farthest": float(red["eccentricity"][0])}
     if metrics:         # reduced on the block's device, before the writer frees it
         # Brandes' counting takes the GPU as a search does: one batch at a time
         slot = (_COMPUTING.batch() if backend == "gpu" and "betweenness" in metrics
@@ -217,6 +224,7 @@ def run_batch(store_path: str, fingerprint: str, run: str, batch: int, start: in
                    "written": time.time(),
                    "worker": worker_name(),
                    "backend": backend, "stored_bytes": written["bytes"],
+                   **({"first_row": first_row} if first_row else {}),
                    **((result and result.stats) or {})})
 
 
