@@ -6,14 +6,26 @@ import os
 
 __all__ = ["gpu_count"]
 
+#: the count by the value of ``CUDA_VISIBLE_DEVICES``: NVML's start and stop take about
+#: 12 ms, which every call of ``backend="auto"`` (each NetworkX call dispatched to
+#: mgapsp) would pay again, and a process's devices do not come and go
+_counts: dict = {}
+
 
 def gpu_count() -> int:
     """CUDA devices visible to this process, without creating a CUDA context.
 
     Uses NVML (as dask-cuda does) and honours ``CUDA_VISIBLE_DEVICES``; falls back to
-    the CUDA runtime's count through CuPy.
+    the CUDA runtime's count through CuPy.  Asked once per value of
+    ``CUDA_VISIBLE_DEVICES``.
     """
     visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if visible not in _counts:
+        _counts[visible] = _count(visible)
+    return _counts[visible]
+
+
+def _count(visible: str | None) -> int:
     if visible is not None:
         visible = visible.strip()
         if visible in ("", "-1"):

@@ -276,3 +276,22 @@ def test_sums_past_float64_are_refused_not_read_as_unreachable(tmp_path):
     assert not (tmp_path / "s.zarr").exists()
     big = mgapsp.as_graph(([0, 1], [1, 2], [1e307, 1e307]))
     np.testing.assert_array_equal(mgapsp.apsp(big), csgraph.dijkstra(big.to_scipy()))
+
+
+def test_the_devices_are_counted_once_per_visible_set(monkeypatch):
+    """``backend="auto"`` asks for the device count at every call (every NetworkX call
+    dispatched here): NVML is asked once per value of CUDA_VISIBLE_DEVICES."""
+    from mgapsp import gpu_count as counting
+
+    monkeypatch.setattr(counting, "_counts", {})
+    asked = []
+    monkeypatch.setattr(counting, "_count", lambda visible: asked.append(visible) or 3)
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0,1,2")
+    assert [counting.gpu_count() for _ in range(3)] == [3, 3, 3]
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
+    counting.gpu_count()
+    assert asked == ["0,1,2", ""]
+    monkeypatch.undo()
+    monkeypatch.setattr(counting, "_counts", {})
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "-1")
+    assert counting.gpu_count() == 0 and mgapsp.api.resolve_backend("auto") == "cpu"
