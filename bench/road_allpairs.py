@@ -20,7 +20,8 @@ core; its seconds reported).
   call; sampled rows against SciPy's.
 - *SciPy*: Dijkstra from 16 sampled sources, scaled to every source: the ratio.
 - ``--jobs``: ``mgapsp run --algorithm phast`` of every source into a local store, from
-  start to exit, then ``mgapsp verify --samples 64``.
+  start to exit, twice (the first builds the graph's hierarchy, the second finds it
+  beside the store), then ``mgapsp verify --samples 64``.
 
 Writes ``road-allpairs-<date>-<gpu>.md`` and ``.json`` to ``--out``.
 """
@@ -146,6 +147,8 @@ def one_graph(name: str, batch: int, repeats: int) -> dict:
 
 
 def job(name: str, workdir: Path) -> dict:
+    """Two runs of the job, as a user meets them: the first on the graph builds its
+    hierarchy (kept beside the store), the second finds it; then ``verify``."""
     graph = load(name)
     graph_file = NY if name == "ny" else workdir / f"{name}.mtx"
     if name != "ny":
@@ -154,19 +157,26 @@ def job(name: str, workdir: Path) -> dict:
         mmwrite(graph_file, graph.to_scipy())
     out = workdir / f"{name}.zarr"
     cmd = [sys.executable, "-m", "mgapsp", "run", str(graph_file), "-o", str(out),
-           "--algorithm", "phast", "--overwrite", "--no-dashboard"]
+           "--algorithm", "phast", "--overwrite", "--no-dashboard", "-q"]
+    walls, summaries, rcs = [], [], []
+    for _ in range(2):
+        t = time.perf_counter()
+        p = subprocess.run(cmd, capture_output=True, text=True)
+        walls.append(time.perf_counter() - t)
+        rcs.append(p.returncode)
+        summaries.append(p.stdout.splitlines()[-6:])
+        print(p.stdout[-2500:], p.stderr[-1500:], flush=True)
     t = time.perf_counter()
-    p = subprocess.run(cmd, capture_output=True, text=True)
-    wall = time.perf_counter() - t
-    print(p.stdout[-2500:], p.stderr[-1500:], flush=True)
     v = subprocess.run([sys.executable, "-m", "mgapsp", "verify", str(out), "--samples",
                         "64"], capture_output=True, text=True)
+    verify_s = time.perf_counter() - t
     print(v.stdout[-1500:], v.stderr[-800:], flush=True)
     size = sum(f.stat().st_size for f in out.rglob("*") if f.is_file())
     subprocess.run(["rm", "-rf", str(out)])
-    return {"graph": name, "n": graph.n, "rc": p.returncode, "wall_s": wall,
-            "verify_rc": v.returncode, "verify": v.stdout.splitlines()[-3:],
-            "store_bytes": size, "summary": p.stdout.splitlines()[-10:]}
+    return {"graph": name, "n": graph.n, "rc": max(rcs), "wall_s": walls[0],
+            "again_s": walls[1], "verify_rc": v.returncode, "verify_s": verify_s,
+            "verify": v.stdout.splitlines()[-3:], "store_bytes": size,
+            "summary": summaries[-1]}
 
 
 def main() -> None:
@@ -185,7 +195,9 @@ def main() -> None:
          "gpu": gpu, "cores": os.cpu_count(), "batch": args.batch, "rows": rows}
     with tempfile.TemporaryDirectory(dir=os.environ.get("TMPDIR")) as d:
         r["jobs"] = [job(g, Path(d)) for g in args.jobs.split(",") if g]
-    stem = f"road-allpairs-{dt.date.today().isoformat()}-{gpu.replace(' ', '-')}"
+    # a run of jobs alone keeps a file of its own beside the kernels' results
+    stem = (f"road-allpairs{'' if rows else '-jobs'}-{dt.date.today().isoformat()}-"
+            f"{gpu.replace(' ', '-')}")
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / f"{stem}.json").write_text(json.dumps(r, indent=1))
     lines = [f"# Every pair of road networks on one GPU ({r['date']}, {gpu}, "
@@ -197,7 +209,8 @@ def main() -> None:
              "sample (`equal`).", "",
              "| graph | vertices | hierarchy (build) | top product | kernel | distances/s "
              "| every level a launch | apsp(device=True) | distances/s | SciPy | equal |",
-             "|---|---|---|---|---|---|---|---|---|---|---|"]
+             "|---|---|---|---|---|---|---|---|---|---|---|"] if rows else [
+             f"# Road jobs on one GPU ({r['date']}, {gpu}, {r['cores']} cores)"]
     for w in rows:
         dev = (f"{w['device_s']:.3f} s (first {w['device_first_s']:.2f} s) | "
                f"{w['pairs'] / w['device_s']:.3g}" if "device_s" in w
@@ -213,8 +226,10 @@ def main() -> None:
         lines.append(
             f"\n`mgapsp run --algorithm phast` of {j['graph']} ({j['n']:,} sources, "
             f"{j['n'] ** 2:,} distances) into a local store: exit {j['rc']}, "
-            f"{j['wall_s']:.1f} s from start to exit, {j['store_bytes'] / 2**30:.1f} GiB "
-            f"stored; `mgapsp verify --samples 64`: exit {j['verify_rc']}.")
+            f"{j['wall_s']:.1f} s from start to exit the first time (its hierarchy "
+            f"built), {j['again_s']:.1f} s again (the hierarchy found beside the "
+            f"store), {j['store_bytes'] / 2**30:.1f} GiB stored; `mgapsp verify "
+            f"--samples 64`: exit {j['verify_rc']}, {j['verify_s']:.1f} s.")
     (args.out / f"{stem}.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
 
