@@ -108,7 +108,9 @@ def summary(out, report, n_workers: int, size: int) -> None:
     width = store.group["distances"].shape[1]
     first = report.first_row
     if first is None:       # stored by an earlier run: read back
-        row = store.group["distances"][0, :].astype(np.float64)
+        from ..store.rows import read
+
+        row = read(store.group["distances"], [0])[0].astype(np.float64)
         finite = row[np.isfinite(row)]
         first = {"reachable": len(finite), "farthest": finite.max(initial=0.0)}
     sid = store.labels("source")[0]

@@ -9,6 +9,7 @@
 - :mod:`.places`: whether a run may write its store at a place
 - :mod:`.atomic`: files put in their place whole (a partial file, renamed)
 - :mod:`.planes`: the ``mgapsp.planes`` chunk format, a Zarr codec
+- :mod:`.rows`: a few rows read, decoding only the parts of their chunks they need
 - :mod:`.objects`: object storage (``s3://``): whole objects and conditional writes
 - :mod:`.integrity`: damaged batches found by their checksums
 - :mod:`.verify`: rows recomputed with SciPy and compared

@@ -62,8 +62,8 @@ if TYPE_CHECKING:
     from zarr.core.array_spec import ArraySpec
     from zarr.core.buffer import Buffer
 
-__all__ = ["NAME", "PlanesCodec", "encode", "decode", "bound", "special_word",
-           "WORD_SIZES"]
+__all__ = ["NAME", "PlanesCodec", "encode", "decode", "decode_rows", "bound",
+           "special_word", "WORD_SIZES"]
 
 NAME = "mgapsp.planes"
 #: bytes of the words the format holds
@@ -131,6 +131,23 @@ def decode(frame, out: np.ndarray | None = None) -> np.ndarray:
     if _kernels().decode_words(np.ascontiguousarray(frame), raw.view(f"<u{itemsize}")) < 0:
         raise ValueError(f"a damaged {NAME} frame: shorter than its descriptors say")
     return raw if out is None else out
+
+
+def decode_rows(frame, rows, out: np.ndarray) -> np.ndarray:
+    """The rows ``rows`` (ascending positions) of the chunk ``frame`` holds, decoded
+    into ``out`` (unsigned words, the chunk's every one; the other rows' words are left
+    as they were, save those the wanted rows are computed from).  Raises ValueError for
+    a frame that is not one, or not of ``out``'s count and size of words."""
+    frame = np.ascontiguousarray(np.frombuffer(frame, dtype=np.uint8)
+                                 if not isinstance(frame, np.ndarray)
+                                 else frame.reshape(-1).view(np.uint8))
+    if len(frame) < _HEADER or bytes(frame[:4]) != b"MGPL" or frame[4] not in (1, 2) \
+            or int(frame[5]) != out.itemsize \
+            or int(frame[8:16].view("<u8")[0]) != out.size:
+        raise ValueError(f"not a {NAME} frame of {out.size} words of {out.itemsize} bytes")
+    if _kernels().decode_rows(frame, out.reshape(-1), np.asarray(rows, np.int64)) < 0:
+        raise ValueError(f"a damaged {NAME} frame: shorter than its descriptors say")
+    return out
 
 
 @dataclass(frozen=True)

@@ -178,61 +178,120 @@ def encode_words(words, C, bits, special, out):
 
 
 @jit(nogil=True)
-def decode_words(frame, words):
-    """Decode ``frame`` (uint8) into ``words`` (unsigned, the header's count and width); returns
-    the bytes read, or -1 where the frame is shorter than its descriptors say."""
+def _layout(frame, n):
+    """Where each block's payload starts, and its distance in rows for the modes above
+    (0 for the others), read from the descriptors alone: ``(starts, rows, end)``, with
+    ``end`` the bytes read, -1 where the frame is shorter than its descriptors say."""
+    bits = np.int64(frame[5]) * 8
+    C = np.int64(frame[16:24].view(np.uint64)[0])
+    nb = (n + LANES - 1) // LANES
+    starts = np.empty(nb, dtype=np.int64)
+    above = np.zeros(nb, dtype=np.int64)
+    desc_bytes = (2 * nb + 3) // 4 * 4
+    if len(frame) < HEADER + desc_bytes:
+        return starts, above, -1
+    desc = frame[HEADER:HEADER + desc_bytes].view(np.uint16)
+    op = HEADER + desc_bytes
+    for b in range(nb):
+        d = np.int64(desc[b])
+        w, mode = d & 127, (d >> 13) & 7
+        starts[b] = op
+        if mode >= ABOVE:
+            rows = mode - ABOVE + 1
+            if mode == FAR:
+                if op + 4 > len(frame):
+                    return starts, above, -1
+                rows = np.int64(frame[op:op + 4].view(np.uint32)[0])
+                op += 4
+            if C < LANES or rows < 1 or b * LANES < rows * C:
+                return starts, above, -1
+            above[b] = rows
+        op += 8 * w + (0 if mode >= ABOVE else bits // 8) + (8 if mode == MASKED else 0)
+        if op > len(frame) or w > bits:
+            return starts, above, -1
+    return starts, above, op
+
+
+@jit(nogil=True)
+def _decode_block(frame, b, op, rows, words):
+    """Block ``b``'s words, its payload at ``op`` (checked by :func:`_layout`); the
+    words it refers to (``rows`` rows above) decoded before."""
     n = len(words)
     bits = np.int64(frame[5]) * 8
     mask = np.uint64(0xFFFFFFFFFFFFFFFF) if bits == 64 else np.uint64(0xFFFFFFFF)
     C = np.int64(frame[16:24].view(np.uint64)[0])
     special = frame[24:32].view(np.uint64)[0]
-    nb = (n + LANES - 1) // LANES
-    desc_bytes = (2 * nb + 3) // 4 * 4
-    if len(frame) < HEADER + desc_bytes:
-        return -1
-    desc = frame[HEADER:HEADER + desc_bytes].view(np.uint16)
-    op = HEADER + desc_bytes
-    for b in range(nb):
-        d = np.int64(desc[b])
-        w, s, mode = d & 127, (d >> 7) & 63, (d >> 13) & 7
-        lo = b * LANES
-        rows = 0
+    d = np.int64(frame[HEADER + 2 * b:HEADER + 2 * b + 2].view(np.uint16)[0])
+    w, s, mode = d & 127, (d >> 7) & 63, (d >> 13) & 7
+    lo = b * LANES
+    if mode == FAR:
+        op += 4
+    m = np.uint64(0)
+    if mode == MASKED:
+        m = frame[op:op + 8].view(np.uint64)[0]
+        op += 8
+    base = np.uint64(0)
+    if mode < ABOVE:
+        if bits == 32:
+            base = np.uint64(frame[op:op + 4].view(np.uint32)[0])
+        else:
+            base = frame[op:op + 8].view(np.uint64)[0]
+        op += bits // 8
+    planes = frame[op:op + 8 * w].view(np.uint64)
+    ref = rows * C
+    for i in range(min(LANES, n - lo)):
+        r = np.uint64(0)
+        for k in range(w):
+            r |= ((planes[k] >> np.uint64(i)) & _ONE) << np.uint64(k)
         if mode >= ABOVE:
-            rows = mode - ABOVE + 1
-            if mode == FAR:
-                if op + 4 > len(frame):
-                    return -1
-                rows = np.int64(frame[op:op + 4].view(np.uint32)[0])
-                op += 4
-            if C < LANES or rows < 1 or lo < rows * C:
-                return -1
-        need = 8 * w + (0 if mode >= ABOVE else bits // 8) + (8 if mode == MASKED else 0)
-        if op + need > len(frame) or w > bits:
-            return -1
-        m = np.uint64(0)
-        if mode == MASKED:
-            m = frame[op:op + 8].view(np.uint64)[0]
-            op += 8
-        base = np.uint64(0)
-        if mode < ABOVE:
-            if bits == 32:
-                base = np.uint64(frame[op:op + 4].view(np.uint32)[0])
-            else:
-                base = frame[op:op + 8].view(np.uint64)[0]
-            op += bits // 8
-        planes = frame[op:op + 8 * w].view(np.uint64)
-        op += 8 * w
-        ref = rows * C
-        for i in range(min(LANES, n - lo)):
-            r = np.uint64(0)
-            for k in range(w):
-                r |= ((planes[k] >> np.uint64(i)) & _ONE) << np.uint64(k)
-            if mode >= ABOVE:
-                sd = np.int64(r >> _ONE) ^ -np.int64(r & _ONE)
-                words[lo + i] = (np.uint64(words[lo + i - ref])
-                                 + (np.uint64(sd << np.int64(s)) & mask)) & mask
-            elif mode == MASKED and (m >> np.uint64(i)) & _ONE:
-                words[lo + i] = special
-            else:
-                words[lo + i] = (base + (r << np.uint64(s))) & mask
-    return op
+            sd = np.int64(r >> _ONE) ^ -np.int64(r & _ONE)
+            words[lo + i] = (np.uint64(words[lo + i - ref])
+                             + (np.uint64(sd << np.int64(s)) & mask)) & mask
+        elif mode == MASKED and (m >> np.uint64(i)) & _ONE:
+            words[lo + i] = special
+        else:
+            words[lo + i] = (base + (r << np.uint64(s))) & mask
+
+
+@jit(nogil=True)
+def decode_words(frame, words):
+    """Decode ``frame`` (uint8) into ``words`` (unsigned, the header's count and width); returns
+    the bytes read, or -1 where the frame is shorter than its descriptors say."""
+    starts, above, end = _layout(frame, len(words))
+    if end < 0:
+        return -1
+    for b in range(len(starts)):
+        _decode_block(frame, b, starts[b], above[b], words)
+    return end
+
+
+@jit(nogil=True)
+def decode_rows(frame, words, rows):
+    """Decode into ``words`` (the chunk's every word) the words of the chunk's rows
+    ``rows`` (ascending) and those they are computed from, and no others: a block of
+    the modes above needs its words' rows above, and so on up.  Returns the blocks
+    decoded, or -1 for a damaged frame."""
+    n = len(words)
+    C = np.int64(frame[16:24].view(np.uint64)[0])
+    starts, above, end = _layout(frame, n)
+    if end < 0:
+        return -1
+    nb = len(starts)
+    need = np.zeros(nb, dtype=np.bool_)
+    for r in rows:
+        lo, hi = min(r * C, n), min((r + 1) * C, n)
+        if hi > lo:
+            need[lo // LANES:(hi - 1) // LANES + 1] = True
+    # a block refers only to words before its own: one pass from the last block marks
+    # every block that a needed one is computed from
+    for b in range(nb - 1, -1, -1):
+        if need[b] and above[b]:
+            lo = b * LANES - above[b] * C
+            need[lo // LANES] = True
+            need[(lo + min(LANES, n - b * LANES) - 1) // LANES] = True
+    count = 0
+    for b in range(nb):
+        if need[b]:
+            _decode_block(frame, b, starts[b], above[b], words)
+            count += 1
+    return count

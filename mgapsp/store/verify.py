@@ -13,6 +13,7 @@ from ..plan import PER_BATCH
 from ..reductions import histogram_bin_of, histogram_counts, metric_values, row_reductions
 from .integrity import damaged_batches
 from .layout import Store
+from .rows import read as read_rows
 
 __all__ = ["verify_store", "VerifyReport", "tolerance"]
 
@@ -94,7 +95,7 @@ def verify_store(path, *, samples: int | None = 64, all_rows: bool = False,
             ref = ref[:, plan.targets]
         bad = np.zeros(len(sel), dtype=bool)
         if dist_arr is not None:
-            got = dist_arr.get_orthogonal_selection((sel, slice(None))).astype(np.float64)
+            got = read_rows(dist_arr, sel).astype(np.float64)
             inf_ok = np.isinf(got) == np.isinf(ref)
             fin = np.isfinite(ref) & inf_ok
             with np.errstate(invalid="ignore"):
@@ -107,7 +108,7 @@ def verify_store(path, *, samples: int | None = 64, all_rows: bool = False,
             bad |= _metrics_differ(store, plan.metrics, sel, ref, own, rtol, atol)
         report.mismatched_rows += [int(r) for r in sel[bad]]
         if pred_arr is not None:
-            pred = pred_arr.get_orthogonal_selection((sel, slice(None)))
+            pred = read_rows(pred_arr, sel)
             report.bad_predecessors += _check_predecessors(graph, src, ref, pred, rtol, atol)
         report.rows_checked += len(sel)
     if {"histogram", "betweenness"} & set(plan.metrics):
