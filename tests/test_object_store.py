@@ -118,6 +118,28 @@ def test_a_job_into_object_storage_equals_scipy_and_reads_back_by_label(s3_clien
 
 
 @pytest.mark.slow
+def test_a_few_rows_of_a_planes_store_read_by_ranges(s3_client, rome, monkeypatch):
+    """A few rows of a planes store in object storage: each chunk's bytes by a ranged
+    read through its shard's index, only the blocks the rows need decoded."""
+    from mgapsp.store import planes
+    from mgapsp.store import rows as module
+
+    graph, ref = rome
+    out = url("planes")
+    mgapsp.apsp(graph, out=out, client=s3_client, backend="cpu", batch_size=512,
+                compression="planes")
+    decoded = []
+    monkeypatch.setattr(module, "decode_rows", lambda frame, rows, buf: decoded.append(
+        len(rows)) or planes.decode_rows(frame, rows, buf))
+    res = mgapsp.open(out)
+    labels = graph.labels
+    got = res.distances([labels[10], labels[2900], labels[11]])
+    np.testing.assert_array_equal(got, ref[[10, 2900, 11]].astype(np.float32))
+    assert res.distance(labels[700], labels[5]) == ref[700, 5]
+    assert decoded and max(decoded) <= 2
+
+
+@pytest.mark.slow
 def test_a_job_stopped_midway_resumes_and_verifies(s3, rome, data_dir):
     """A CLI job killed while it writes; ``--resume`` computes only what is missing."""
     graph, ref = rome
