@@ -108,11 +108,11 @@ def summary(out, report, n_workers: int, size: int) -> None:
     width = store.group["distances"].shape[1]
     first = report.first_row
     if first is None:       # stored by an earlier run: read back
+        from ..reductions import row_reductions
         from ..store.rows import read
 
-        row = read(store.group["distances"], [0])[0].astype(np.float64)
-        finite = row[np.isfinite(row)]
-        first = {"reachable": len(finite), "farthest": finite.max(initial=0.0)}
+        red = row_reductions(read(store.group["distances"], [0]))
+        first = {"reachable": int(red["reachable"][0]), "farthest": red["eccentricity"][0]}
     sid = store.labels("source")[0]
     click.echo(f"  store: {out} ({size / 2**20:.1f} MiB), distances {p.n_sources:,} x "
                f"{width:,} {p.dtype}"

@@ -235,6 +235,14 @@ def _crc32c_value():
 NO_CHUNK = 2**64 - 1
 
 
+def shard_index(end: bytes, per: int) -> np.ndarray | None:
+    """A shard's index from its last ``16 * per + 4`` bytes: an ``(offset, size)`` row
+    per chunk; None where the index fails its CRC-32C (damaged or truncated)."""
+    if len(end) != 16 * per + 4 or crc32c(end[:-4]) != end[-4:]:
+        return None
+    return np.frombuffer(end[:-4], dtype="<u8").reshape(per, 2)
+
+
 class ShardIdentity:
     """Which store, array and batch a shard belongs to.
 

@@ -21,7 +21,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-from .files import NO_CHUNK, ChunkLayout, crc32c
+from .files import NO_CHUNK, ChunkLayout, crc32c, shard_index
 from .layout import Store
 from .objects import raise_if_unreachable
 
@@ -203,13 +203,13 @@ def _check_shard(lay: ChunkLayout, coords: tuple, n_chunks: int, per: int,
     data = _read(lay, key) if deep else None
     end = data[-tail - ident:] if deep else _read(lay, key, size - tail - ident, tail + ident)
     end, block = end[ident:], end[:ident]
-    if crc32c(end[:-4]) != end[-4:]:
+    index = shard_index(end, per)
+    if index is None:
         return f"{key}: its index fails its checksum (damaged or truncated)"
     if ident:
         problem = lay.identity.problem(block, coords)
         if problem:
             return f"{key} {problem}"
-    index = np.frombuffer(end[:-4], dtype="<u8").reshape(per, 2)
     for k in range(n_chunks):
         offset, nbytes = (int(x) for x in index[k])
         if offset == NO_CHUNK:

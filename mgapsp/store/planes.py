@@ -112,23 +112,28 @@ def encode_bytes(raw: np.ndarray, itemsize: int, row: int, special: int) -> np.n
     return out[:size]
 
 
-def decode(frame, out: np.ndarray | None = None) -> np.ndarray:
-    """The little-endian bytes ``frame`` holds (a uint8 array), into ``out`` where
-    given (its bytes).  Raises ValueError for a frame that is not one."""
+def _frame(frame) -> tuple[np.ndarray, int, int]:
+    """``frame`` as contiguous bytes, with its words' size and count; ValueError for a
+    frame that is not one."""
     frame = np.frombuffer(frame, dtype=np.uint8) if not isinstance(frame, np.ndarray) \
         else frame.reshape(-1).view(np.uint8)
     if len(frame) < _HEADER or bytes(frame[:4]) != b"MGPL" or frame[4] not in (1, 2) \
             or int(frame[5]) not in WORD_SIZES:
         raise ValueError(f"not a {NAME} frame (version 1 or 2)")
-    itemsize = int(frame[5])
-    n = int(frame[8:16].view("<u8")[0])
+    return np.ascontiguousarray(frame), int(frame[5]), int(frame[8:16].view("<u8")[0])
+
+
+def decode(frame, out: np.ndarray | None = None) -> np.ndarray:
+    """The little-endian bytes ``frame`` holds (a uint8 array), into ``out`` where
+    given (its bytes).  Raises ValueError for a frame that is not one."""
+    frame, itemsize, n = _frame(frame)
     if out is None:
         raw = np.empty(n * itemsize, dtype=np.uint8)
     else:
         raw = out.reshape(-1).view(np.uint8)
         if raw.nbytes != n * itemsize:
             raise ValueError(f"a frame of {n * itemsize} bytes for {raw.nbytes}")
-    if _kernels().decode_words(np.ascontiguousarray(frame), raw.view(f"<u{itemsize}")) < 0:
+    if _kernels().decode_words(frame, raw.view(f"<u{itemsize}")) < 0:
         raise ValueError(f"a damaged {NAME} frame: shorter than its descriptors say")
     return raw if out is None else out
 
@@ -138,12 +143,8 @@ def decode_rows(frame, rows, out: np.ndarray) -> np.ndarray:
     into ``out`` (unsigned words, the chunk's every one; the other rows' words are left
     as they were, save those the wanted rows are computed from).  Raises ValueError for
     a frame that is not one, or not of ``out``'s count and size of words."""
-    frame = np.ascontiguousarray(np.frombuffer(frame, dtype=np.uint8)
-                                 if not isinstance(frame, np.ndarray)
-                                 else frame.reshape(-1).view(np.uint8))
-    if len(frame) < _HEADER or bytes(frame[:4]) != b"MGPL" or frame[4] not in (1, 2) \
-            or int(frame[5]) != out.itemsize \
-            or int(frame[8:16].view("<u8")[0]) != out.size:
+    frame, itemsize, n = _frame(frame)
+    if (itemsize, n) != (out.itemsize, out.size):
         raise ValueError(f"not a {NAME} frame of {out.size} words of {out.itemsize} bytes")
     if _kernels().decode_rows(frame, out.reshape(-1), np.asarray(rows, np.int64)) < 0:
         raise ValueError(f"a damaged {NAME} frame: shorter than its descriptors say")

@@ -21,7 +21,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 
 from ..cpu_sssp import threads
-from .files import NO_CHUNK, ChunkLayout, crc32c
+from .files import NO_CHUNK, ChunkLayout, crc32c, shard_index
 from .planes import decode_rows
 
 __all__ = ["read"]
@@ -57,7 +57,7 @@ def read(arr, rows, columns=None, out: np.ndarray | None = None) -> np.ndarray:
     for b in np.unique(rows // R):
         local = np.unique(rows[rows // R == b] % R)
         tasks += [(int(b), int(j), local) for j in col_chunks]
-    fetch = _Fetch(lay)
+    fetch = _Fetch(lay, {(b, j) for b, j, _ in tasks})
     with ThreadPoolExecutor(max(1, min(threads(), len(tasks)))) as pool:
         for b, j, tile in pool.map(lambda t: (t[0], t[1], _tile(fetch, *t)), tasks):
             at = np.flatnonzero(rows // R == b)
@@ -80,37 +80,39 @@ def _partial(rows: np.ndarray, R: int, n: int) -> bool:
 
 
 class _Fetch:
-    """A chunk's stored bytes by its coordinates: from its file, or from its shard by
-    the shard's index (read once per shard)."""
+    """The stored bytes of chunks by their coordinates: from their files, or from their
+    shards by the shards' indexes (each read once, here, before the chunks are)."""
 
-    def __init__(self, lay: ChunkLayout):
+    def __init__(self, lay: ChunkLayout, chunks):
         self.lay = lay
-        self.indexes: dict = {}
+        self.indexes = {}
+        if lay.shard is not None:
+            for b, s in {(b, j // lay.shard) for b, j in chunks}:
+                self.indexes[(b, s)] = self._index(lay.key((b, s)))
 
     def __call__(self, b: int, j: int) -> bytes | None:
         lay = self.lay
         if lay.shard is None:
             return lay.place.read(lay.key((b, j)), None, None)
         s, k = divmod(j, lay.shard)
-        key = lay.key((b, s))
-        index = self.indexes.get(key)
-        if index is None:
-            index = self.indexes[key] = self._index(key)
+        index = self.indexes[(b, s)]
         if index is None:
             return None
         offset, size = (int(v) for v in index[k])
-        return None if offset == NO_CHUNK else lay.place.read(key, offset, size)
+        return None if offset == NO_CHUNK else lay.place.read(lay.key((b, s)), offset, size)
 
     def _index(self, key: str):
+        """The shard's index; None where there is no shard (its chunks read as the
+        fill value, as in Zarr)."""
         lay = self.lay
         meta = lay.place.head(key)
         if meta is None:
             return None
         tail = 16 * lay.shard + 4
-        end = lay.place.read(key, meta.size - tail, tail)
-        if end is None or len(end) != tail or crc32c(end[:-4]) != end[-4:]:
+        index = shard_index(lay.place.read(key, meta.size - tail, tail) or b"", lay.shard)
+        if index is None:
             raise ValueError(f"{key}: its index fails its checksum")
-        return np.frombuffer(end[:-4], dtype="<u8").reshape(lay.shard, 2)
+        return index
 
 
 def _tile(fetch: _Fetch, b: int, j: int, local: np.ndarray) -> np.ndarray:
